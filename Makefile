@@ -1,0 +1,96 @@
+# Every workflow of the book. Each target bootstraps .venv from
+# requirements.txt when it is missing or older than requirements.txt, so one
+# command is enough on a fresh machine.
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# A Colab-like environment: ipywidgets 7.7.1, attnbook installed non-editable.
+COLAB_VENV := .venv-colab
+COLAB_STAMP := $(COLAB_VENV)/.installed
+NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
+# `make test NB=book/masked-softmax.ipynb` checks one notebook only.
+NB ?=
+NBVAL := -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p tests.nbval_report
+PORT ?= 8000
+
+.PHONY: help install colab-env lint book test test-lib test-book test-notebooks test-widgets-ipyw7 \
+        colab lab notebooks serve bench clean
+
+help:
+	@echo "make book       build the website into _build/html (strict)"
+	@echo "make test       lint, library tests, book tests, nbval on every notebook"
+	@echo "make test NB=book/NAME.ipynb   check one notebook against its stored outputs"
+	@echo "make colab      run every notebook alone in a Colab-like environment"
+	@echo "make lab        open the chapters in JupyterLab"
+	@echo "make notebooks  re-execute notebooks in place (NB=... for one) to accept changes"
+	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
+	@echo "make bench      slider redraw benchmark and static page sizes"
+	@echo "make clean      remove _build"
+
+$(STAMP): requirements.txt lib/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+$(COLAB_STAMP): tests/requirements-colab.txt
+	rm -rf $(COLAB_VENV)
+	$(PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_VENV)/bin/python -m pip install --quiet -r tests/requirements-colab.txt
+	touch $(COLAB_STAMP)
+
+# attnbook is reinstalled (non-editable) on every run so it matches lib/.
+colab-env: $(COLAB_STAMP)
+	$(COLAB_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall ./lib
+
+book: $(STAMP)
+	ATTNBOOK_STATIC=1 $(BIN)/jupyter-book build . -W -n --keep-going
+
+ifeq ($(NB),)
+test: $(STAMP) lint test-lib book test-book test-notebooks test-widgets-ipyw7
+else
+test: $(STAMP)
+	$(BIN)/python -m pytest $(NBVAL) $(NB)
+endif
+
+lint: $(STAMP)
+	$(BIN)/ruff check lib tests book
+	$(BIN)/ruff format --check lib tests book
+
+test-lib: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -q lib/tests
+
+test-book: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests
+
+test-notebooks: $(STAMP)
+	$(BIN)/python -m pytest $(NBVAL) $(NOTEBOOKS)
+
+test-widgets-ipyw7: colab-env
+	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py
+
+colab: colab-env
+	$(COLAB_VENV)/bin/python tests/colab_run.py $(NOTEBOOKS)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab book/
+
+notebooks: $(STAMP)
+	$(BIN)/python tests/nbtools.py execute $(or $(NB),$(NOTEBOOKS))
+
+serve:
+	@test -f _build/html/index.html || { echo "run 'make book' first"; exit 1; }
+	$(PYTHON) -m http.server --directory _build/html --bind 127.0.0.1 $(PORT)
+
+bench: $(STAMP) book
+	$(BIN)/python tests/bench.py
+
+clean:
+	rm -rf _build

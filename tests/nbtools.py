@@ -1,0 +1,104 @@
+"""Notebook maintenance for the book: the Colab install cell and re-execution.
+
+    python tests/nbtools.py execute book/a.ipynb ...   # refresh stored outputs
+    python tests/nbtools.py install-cell               # print the install cell
+
+Notebooks are executed in an empty temporary folder (so they cannot lean on
+repository files), with the live widgets (ATTNBOOK_STATIC unset), no saved
+widget state and no timing metadata, so that re-running them only changes
+what really changed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import yaml
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTALL_TAG = "remove-cell"
+
+
+def repository(config_path: Path = ROOT / "_config.yml") -> tuple[str, str]:
+    """The repository URL and branch (or tag) named once, in _config.yml."""
+    config = yaml.safe_load(config_path.read_text())
+    return config["repository"]["url"], config["repository"]["branch"]
+
+
+def install_cell_source(config_path: Path = ROOT / "_config.yml") -> str:
+    """The exact source of the first code cell of every notebook."""
+    url, ref = repository(config_path)
+    return f'''# Colab only: install the book's companion library, attnbook.
+# Anywhere else this cell does nothing (locally, `make lab` has installed it).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "attnbook @ git+{url}@{ref}#subdirectory=lib",
+        ],
+        check=True,
+    )'''
+
+
+def clean_metadata(nb: nbformat.NotebookNode) -> None:
+    """Drop metadata that differs between runs or breaks GitHub's renderer."""
+    nb.metadata.pop("widgets", None)
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "name": "python3",
+    }
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        cell.metadata.pop("ExecuteTime", None)
+
+
+def execute(path: Path) -> None:
+    """Run a notebook top to bottom and store its outputs in place."""
+    nb = nbformat.read(path, as_version=4)
+    env_static = os.environ.pop("ATTNBOOK_STATIC", None)
+    try:
+        with tempfile.TemporaryDirectory() as workdir:
+            client = NotebookClient(
+                nb,
+                timeout=600,
+                kernel_name="python3",
+                record_timing=False,
+                store_widget_state=False,
+                resources={"metadata": {"path": workdir}},
+            )
+            client.execute()
+    finally:
+        if env_static is not None:
+            os.environ["ATTNBOOK_STATIC"] = env_static
+    clean_metadata(nb)
+    nbformat.write(nb, path)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["install-cell"]:
+        print(install_cell_source())
+        return 0
+    if argv[:1] == ["execute"] and len(argv) > 1:
+        for name in argv[1:]:
+            print(f"executing {name}", flush=True)
+            execute(Path(name))
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
