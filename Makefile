@@ -61,8 +61,8 @@ test: $(STAMP)
 endif
 
 lint: $(STAMP)
-	$(BIN)/ruff check lib tests book
-	$(BIN)/ruff format --check lib tests book
+	$(BIN)/ruff check --config lib/pyproject.toml lib tests book
+	$(BIN)/ruff format --config lib/pyproject.toml --check lib tests book
 
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q lib/tests

@@ -33,7 +33,7 @@ def repository(config_path: Path = ROOT / "_config.yml") -> tuple[str, str]:
 def install_cell_source(config_path: Path = ROOT / "_config.yml") -> str:
     """The exact source of the first code cell of every notebook."""
     url, ref = repository(config_path)
-    return f'''# Colab only: install the book's companion library, attnbook.
+    return f"""# Colab only: install the book's companion library, attnbook.
 # Anywhere else this cell does nothing (locally, `make lab` has installed it).
 import subprocess
 import sys
@@ -49,7 +49,7 @@ if "google.colab" in sys.modules:
             "attnbook @ git+{url}@{ref}#subdirectory=lib",
         ],
         check=True,
-    )'''
+    )"""
 
 
 def clean_metadata(nb: nbformat.NotebookNode) -> None:

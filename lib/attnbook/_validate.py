@@ -35,13 +35,9 @@ def tensor(
         allowed = (ndim,) if isinstance(ndim, int) else ndim
         if value.dim() not in allowed:
             wanted = " or ".join(f"{n}-D" for n in allowed)
-            raise ValueError(
-                f"{name} must be {wanted}, got shape {tuple(value.shape)}"
-            )
+            raise ValueError(f"{name} must be {wanted}, got shape {tuple(value.shape)}")
     if floating and not value.is_floating_point():
-        raise TypeError(
-            f"{name} must have a floating-point dtype, got {value.dtype}"
-        )
+        raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}")
     return value
 
 
@@ -88,9 +84,7 @@ def positive_int(name: str, value: object) -> int:
     return int(value)
 
 
-def lengths(
-    name: str, value: object, *, upper: int, device: torch.device
-) -> torch.Tensor:
+def lengths(name: str, value: object, *, upper: int, device: torch.device) -> torch.Tensor:
     """Check valid lengths: integral values in [0, upper]; returns an int64 tensor.
 
     Accepts an integer tensor, a floating tensor holding whole numbers, or a
@@ -104,18 +98,14 @@ def lengths(
                 f"{name} must be a tensor or a list of integers, got {_describe(value)}"
             ) from err
     if not isinstance(value, torch.Tensor):
-        raise TypeError(
-            f"{name} must be a tensor of integer lengths, got {_describe(value)}"
-        )
+        raise TypeError(f"{name} must be a tensor of integer lengths, got {_describe(value)}")
     if value.dtype == torch.bool or value.is_complex():
         raise TypeError(f"{name} must hold integer lengths, got dtype {value.dtype}")
     if value.is_floating_point():
         finite = torch.isfinite(value)
         if not bool(finite.all()) or not bool((value == value.round()).all()):
             bad = value[~finite | (value != value.round())].flatten()[0].item()
-            raise ValueError(
-                f"{name} must hold whole numbers, got the non-integral value {bad!r}"
-            )
+            raise ValueError(f"{name} must hold whole numbers, got the non-integral value {bad!r}")
     value = value.to(device=device, dtype=torch.long)
     if value.numel() and (bool((value < 0).any()) or bool((value > upper).any())):
         bad = value[(value < 0) | (value > upper)].flatten()[0].item()

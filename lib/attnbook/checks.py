@@ -55,8 +55,7 @@ def _compare(got: object, expected: torch.Tensor, atol: float = 1e-5) -> str | N
     if bool((error > atol + 1e-4 * expected.abs()).any()):
         index = tuple(int(i) for i in torch.nonzero(error == error.max())[0])
         return (
-            f"at index {index} expected {expected[index].item():.6g}, "
-            f"got {got[index].item():.6g}"
+            f"at index {index} expected {expected[index].item():.6g}, got {got[index].item():.6g}"
         )
     return None
 
@@ -136,7 +135,11 @@ def check_epanechnikov(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckRepor
         ("u from -2.5 to 2.5", (grid,), kernels.epanechnikov(grid)),
         ("u = 0 gives 1", (torch.zeros(1),), torch.ones(1)),
         ("|u| >= 1 gives exactly 0", (torch.tensor([1.0, -1.5, 3.0]),), torch.zeros(3)),
-        ("a 2-D tensor of distances", (grid.reshape(3, 17),), kernels.epanechnikov(grid).reshape(3, 17)),
+        (
+            "a 2-D tensor of distances",
+            (grid.reshape(3, 17),),
+            kernels.epanechnikov(grid).reshape(3, 17),
+        ),
     ]
     return _run("check_epanechnikov", fn, cases)
 
@@ -212,7 +215,11 @@ def check_scaled_dot_product(
         K = torch.randn(b, k, d, generator=g)
         V = torch.randn(b, k, v, generator=g)
         cases.append(
-            (f"Q {(b, q, d)}, K {(b, k, d)}, V {(b, k, v)}", (Q, K, V), _reference_attention(Q, K, V))
+            (
+                f"Q {(b, q, d)}, K {(b, k, d)}, V {(b, k, v)}",
+                (Q, K, V),
+                _reference_attention(Q, K, V),
+            )
         )
     return _run("check_scaled_dot_product", fn, cases)
 
@@ -226,7 +233,11 @@ def check_entropy(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
     g = _generator(6)
     random = torch.softmax(torch.randn(4, 6, generator=g), -1)
     cases = [
-        ("uniform over 8 keys gives log 8", (torch.full((1, 8), 1 / 8),), torch.tensor([math.log(8)])),
+        (
+            "uniform over 8 keys gives log 8",
+            (torch.full((1, 8), 1 / 8),),
+            torch.tensor([math.log(8)]),
+        ),
         (
             "one-hot rows give 0",
             (torch.eye(3),),
@@ -234,6 +245,10 @@ def check_entropy(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
             "0 * log(0) is NaN in floating point; treat p = 0 terms as 0, e.g. with torch.xlogy",
         ),
         ("random rows", (random,), -(random * random.log()).sum(-1)),
-        ("a (2, 3, 5) batch", (random.new_full((2, 3, 5), 0.2),), torch.full((2, 3), math.log(5))),
+        (
+            "a (2, 3, 5) batch",
+            (random.new_full((2, 3, 5), 0.2),),
+            torch.full((2, 3), math.log(5)),
+        ),
     ]
     return _run("check_entropy", fn, cases)

@@ -15,9 +15,7 @@ def true_function(x: torch.Tensor) -> torch.Tensor:
     """f(x) = 2 sin(x) + x^0.8, elementwise, for x >= 0. Same shape as ``x``."""
     x = _validate.as_float_tensor("x", x)
     if bool((x < 0).any()):
-        raise ValueError(
-            f"x must be >= 0 (x^0.8 is not real below 0), got {x.min().item()}"
-        )
+        raise ValueError(f"x must be >= 0 (x^0.8 is not real below 0), got {x.min().item()}")
     return 2 * torch.sin(x) + x**0.8
 
 
@@ -39,9 +37,7 @@ class RegressionData:
         return self.x_train.shape[0]
 
 
-def make_regression_data(
-    n_train: int = 50, noise: float = 0.5, seed: int = 0
-) -> RegressionData:
+def make_regression_data(n_train: int = 50, noise: float = 0.5, seed: int = 0) -> RegressionData:
     """Draw the chapter's dataset: y = f(x) + Normal(0, noise^2) noise.
 
     Inputs are drawn uniformly from [0, 5] and sorted, so that attention

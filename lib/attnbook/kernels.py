@@ -51,11 +51,7 @@ def get_kernel(kernel: str | Callable[[torch.Tensor], torch.Tensor]):
     if callable(kernel):
         return kernel
     if not isinstance(kernel, str):
-        raise TypeError(
-            f"kernel must be one of {sorted(KERNELS)} or a function, got {kernel!r}"
-        )
+        raise TypeError(f"kernel must be one of {sorted(KERNELS)} or a function, got {kernel!r}")
     if kernel not in KERNELS:
-        raise ValueError(
-            f"kernel must be one of {sorted(KERNELS)} or a function, got {kernel!r}"
-        )
+        raise ValueError(f"kernel must be one of {sorted(KERNELS)} or a function, got {kernel!r}")
     return KERNELS[kernel]

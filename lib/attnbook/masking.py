@@ -21,9 +21,7 @@ def _keep(valid_lens: torch.Tensor, positions: int) -> torch.Tensor:
     return index < valid_lens.unsqueeze(-1)  # (..., positions)
 
 
-def sequence_mask(
-    X: torch.Tensor, valid_lens: torch.Tensor, value: float = 0.0
-) -> torch.Tensor:
+def sequence_mask(X: torch.Tensor, valid_lens: torch.Tensor, value: float = 0.0) -> torch.Tensor:
     """Replace every position at or beyond each row's valid length by ``value``.
 
     Args:
@@ -47,9 +45,7 @@ def sequence_mask(
     return torch.where(keep, X, fill)
 
 
-def masked_softmax(
-    X: torch.Tensor, valid_lens: torch.Tensor | None = None
-) -> torch.Tensor:
+def masked_softmax(X: torch.Tensor, valid_lens: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last axis that ignores the positions beyond a valid length.
 
     Args:

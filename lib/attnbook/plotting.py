@@ -54,9 +54,7 @@ def show_heatmaps(
         raise ValueError(
             f"titles must have one entry per panel column ({ncols}), got {len(titles)}"
         )
-    fig = Figure(
-        figsize=(figsize[0] * ncols + 0.8, figsize[1] * nrows), layout="constrained"
-    )
+    fig = Figure(figsize=(figsize[0] * ncols + 0.8, figsize[1] * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
     vmin, vmax = float(array.min()), float(array.max())
     if vmin == vmax:

@@ -18,9 +18,7 @@ from . import _validate
 from .masking import masked_softmax
 
 
-def _check_qkv(
-    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
-) -> None:
+def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
     _validate.tensor("queries", queries, ndim=3, floating=True)
     _validate.tensor("keys", keys, ndim=3, floating=True)
     _validate.tensor("values", values, ndim=3, floating=True)
@@ -98,7 +96,10 @@ class AdditiveAttention(nn.Module):
     ) -> torch.Tensor:
         """queries (b, q, d_q), keys (b, k, d_k), values (b, k, v) -> (b, q, v)."""
         _check_qkv(queries, keys, values)
-        for name, layer, x in (("queries", self.W_q, queries), ("keys", self.W_k, keys)):
+        for name, layer, x in (
+            ("queries", self.W_q, queries),
+            ("keys", self.W_k, keys),
+        ):
             if not isinstance(layer, LazyModuleMixin) and layer.in_features != x.shape[-1]:
                 raise ValueError(
                     f"{name} must have {layer.in_features} features, the size this "
