@@ -1,0 +1,216 @@
+"""Tests of the slider explorers: live widget, frames, static HTML fragment.
+
+`make test` runs this file twice: with ipywidgets 8 (.venv) and with
+ipywidgets 7.7.1 (.venv-colab, the Colab-like environment).
+"""
+
+import io
+import re
+
+import ipywidgets
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from attnbook import widgets
+from attnbook.data import make_regression_data
+from attnbook.masking import masked_softmax
+from attnbook.pooling import nadaraya_watson
+
+
+@pytest.fixture(scope="module", params=["kernel_width", "valid_length"])
+def explorer(request):
+    if request.param == "kernel_width":
+        return widgets.kernel_width_explorer()
+    return widgets.valid_length_explorer()
+
+
+def decode(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+
+
+def test_slider_and_image_are_ipywidgets(explorer):
+    assert isinstance(explorer.slider, ipywidgets.ValueWidget)
+    assert isinstance(explorer.image, ipywidgets.Image)
+    assert explorer.image.format == "png"
+
+
+def test_slider_change_produces_new_frame_equal_to_frame(explorer):
+    stops = explorer.stops
+    start = explorer.slider.value
+    before = explorer.image.value
+    other = stops[0] if start != stops[0] else stops[-1]
+    explorer.slider.value = other
+    try:
+        assert explorer.image.value != before
+        assert explorer.image.value == explorer.frame(other)
+    finally:
+        explorer.slider.value = start
+    assert explorer.image.value == before
+
+
+def test_every_stop_renders_a_distinct_png(explorer):
+    frames = [explorer.frame(stop) for stop in explorer.stops]
+    assert all(png.startswith(b"\x89PNG\r\n\x1a\n") for png in frames)
+    shapes = {decode(png).shape for png in frames}
+    assert len(shapes) == 1
+    assert len(set(frames)) == len(frames)
+
+
+def test_frame_does_not_depend_on_the_previous_stop(explorer):
+    stops = explorer.stops
+    first = explorer.frame(stops[1])
+    for stop in reversed(stops):
+        explorer.frame(stop)
+    assert explorer.frame(stops[1]) == first
+
+
+def test_blitted_frame_matches_a_full_redraw(explorer):
+    # The blitting shortcut must draw the same picture as a from-scratch render
+    # (up to the frame's 128-colour palette).
+    for stop in (explorer.stops[0], explorer.stops[-1]):
+        fast = decode(explorer.frame(stop))
+        full = decode(explorer.naive_frame(stop))
+        assert fast.shape == full.shape
+        far = np.abs(fast - full).max(axis=2) > 48
+        assert far.mean() < 0.01
+
+
+def test_kernel_width_frames_follow_the_model():
+    # A stop's picture must change with the width: compare the prediction line
+    # drawn in the figure with nadaraya_watson itself.
+    explorer = widgets.kernel_width_explorer()
+    data = make_regression_data()
+    renderer = explorer._renderer
+    for width in (0.1, 1):
+        explorer.frame(width)
+        _, line, title = renderer._dynamic
+        y_hat, _ = nadaraya_watson(data.x_train, data.y_train, data.x_query, "gaussian", width)
+        np.testing.assert_allclose(line.get_ydata(), y_hat.numpy(), rtol=1e-6)
+        assert f"{width:g}" in title.get_text()
+
+
+def test_valid_length_frames_follow_masked_softmax():
+    explorer = widgets.valid_length_explorer()
+    renderer = explorer._renderer
+    scores = renderer.scores
+    for length in (1, 4, 10):
+        explorer.frame(length)
+        image = renderer._dynamic[0]
+        expected = masked_softmax(scores.unsqueeze(0), torch.tensor([length]))[0]
+        np.testing.assert_allclose(image.get_array(), expected.numpy(), rtol=1e-6)
+        mask = renderer._dynamic[1]
+        assert mask.get_x() == length + 0.5
+        assert mask.get_width() == 10 - length
+
+
+def test_default_slider_ranges():
+    width = widgets.kernel_width_explorer()
+    assert len(width.stops) >= 12
+    assert min(width.stops) <= 0.05 and max(width.stops) >= 5
+    ratios = np.diff(np.log(width.stops))
+    assert ratios.max() < 3 * ratios.min()  # roughly log-spaced
+    length = widgets.valid_length_explorer()
+    assert length.stops == list(range(1, 11))
+    assert isinstance(length.slider, ipywidgets.IntSlider)
+    assert (length.slider.min, length.slider.max) == (1, 10)
+
+
+def test_html_fragment_is_self_contained(explorer):
+    fragment = explorer.to_html()
+    outside_images = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "DATA", fragment)
+    assert "http" not in outside_images
+    assert "//" not in outside_images
+    assert re.search(r"\bsrc=\"(?!data:)", fragment) is None
+    images = re.findall(r"<img [^>]*>", fragment)
+    assert len(images) == len(explorer.stops)
+    visible = [img for img in images if " hidden" not in img]
+    assert len(visible) == 1  # the default frame shows without JavaScript
+    default = explorer.stops.index(explorer.slider.value)
+    assert " hidden" not in images[default]
+    assert all(re.search(r'alt="[^"]{40,}"', img) for img in images)
+    assert f'max="{len(explorer.stops) - 1}"' in fragment
+    assert 'type="range"' in fragment
+    assert fragment.count("<script>") == 1
+
+
+def test_html_fragment_frames_are_the_renderer_frames(explorer):
+    import base64
+
+    fragment = explorer.to_html()
+    payloads = re.findall(r'src="data:image/png;base64,([^"]+)"', fragment)
+    assert [base64.b64decode(p) for p in payloads] == [explorer.frame(s) for s in explorer.stops]
+
+
+def test_fragment_size_budget(explorer):
+    assert len(explorer.to_html().encode()) <= 1024 * 1024
+
+
+def test_mime_bundle_live_and_static(explorer, monkeypatch):
+    monkeypatch.delenv(widgets.STATIC_ENV, raising=False)
+    live = explorer._repr_mimebundle_()
+    view = live["application/vnd.jupyter.widget-view+json"]
+    assert view["model_id"] == explorer.widget.model_id
+    assert "text/html" not in live
+    monkeypatch.setenv(widgets.STATIC_ENV, "1")
+    static = explorer._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" not in static
+    assert static["text/html"] == explorer.to_html()
+    assert static["text/plain"] == live["text/plain"] == repr(explorer)
+
+
+def test_repr_is_stable():
+    assert repr(widgets.kernel_width_explorer()) == (
+        "KernelWidthExplorer(kernel='gaussian', width=0.5, 14 stops)"
+    )
+    assert repr(widgets.valid_length_explorer()) == (
+        "ValidLengthExplorer(valid_length=6, keys=10, 10 stops)"
+    )
+
+
+def test_custom_arguments():
+    explorer = widgets.kernel_width_explorer(kernel="boxcar", widths=[0.2, 0.4, 0.8], value=0.4)
+    assert explorer.stops == [0.2, 0.4, 0.8]
+    assert explorer.slider.value == 0.4
+    scores = torch.randn(3, 6, generator=torch.Generator().manual_seed(1))
+    lengths = widgets.valid_length_explorer(scores=scores, valid_lens=[2, 3, 4], value=2)
+    assert lengths.stops == [2, 3, 4]
+    assert lengths.frame(4).startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"widths": [0.5, 0.2]}, ValueError, "increasing"),
+        ({"widths": [0.1, -1.0]}, ValueError, r"widths\[1\].*-1"),
+        ({"widths": [0.1]}, ValueError, "at least 2"),
+        ({"widths": [0.1, 0.2], "value": 0.3}, ValueError, "value.*0.3"),
+        ({"kernel": "triangle"}, ValueError, "triangle"),
+        ({"data": [1, 2, 3]}, TypeError, "data"),
+    ],
+)
+def test_kernel_width_explorer_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        widgets.kernel_width_explorer(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"scores": torch.zeros(2, 3, 4)}, ValueError, "scores"),
+        ({"scores": [[1.0, 2.0]]}, TypeError, "scores"),
+        ({"valid_lens": [1, 3]}, ValueError, "consecutive"),
+        ({"valid_lens": [0, 1, 2]}, ValueError, "valid_lens"),
+        ({"valid_lens": [9, 10, 11]}, ValueError, "valid_lens.*11"),
+        ({"value": 12}, ValueError, "value.*12"),
+    ],
+)
+def test_valid_length_explorer_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        widgets.valid_length_explorer(**kwargs)
+
+
+def test_frame_rejects_values_off_the_slider(explorer):
+    with pytest.raises(ValueError, match="stops"):
+        explorer.frame(123.456)
