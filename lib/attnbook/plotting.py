@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 
 def _to_numpy(name: str, value: object, ndim: int) -> np.ndarray:
@@ -63,6 +64,9 @@ def show_heatmaps(
         for j in range(ncols):
             ax = axes[i, j]
             image = ax.imshow(array[i, j], cmap=cmap, vmin=vmin, vmax=vmax)
+            # Rows and columns are queries and keys: label whole indices only.
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
             if i == nrows - 1:
                 ax.set_xlabel(xlabel)
             if j == 0:

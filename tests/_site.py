@@ -1,0 +1,68 @@
+"""Shared helpers for the book-level tests: paths, the built site, a local server."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+SITE = ROOT / "_build" / "html"
+NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless=new",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def config() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [toc["root"], *(entry["file"] for entry in toc["chapters"])]
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def require_site() -> Path:
+    """The built site; `make test` builds it first (`make book`)."""
+    if not (SITE / "index.html").exists():
+        raise AssertionError("no built site in _build/html: run `make book` first")
+    return SITE
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the stdlib's name
+        pass
+
+
+@contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """Serve ``directory`` on 127.0.0.1 (a free port) for the duration of a test."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
