@@ -50,7 +50,7 @@ def require_site() -> Path:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the stdlib's name
+    def log_message(self, format, *args):
         pass
 
 

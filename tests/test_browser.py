@@ -146,7 +146,9 @@ def test_built_page_slider_redraws_offline(browser, page_path):
             offline.page.goto(f"{base}/{page_path}", wait_until="load")
             drive_sliders(offline.page, expected=1)
             # MathJax comes from the site itself and typesets the page's maths.
-            offline.page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
+            offline.page.wait_for_function(
+                "window.MathJax && MathJax.startup && MathJax.startup.promise"
+            )
             offline.page.evaluate("MathJax.startup.promise")
             assert offline.page.locator("mjx-container").count() > 0
     finally:

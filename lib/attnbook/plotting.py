@@ -8,13 +8,28 @@ Figure is displayed as a PNG.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
 import numpy as np
 import torch
+from matplotlib import figure as _mpl_figure
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+
+
+class Figure(_mpl_figure.Figure):
+    """A matplotlib Figure that a notebook displays as PNG by itself.
+
+    Figures made without pyplot are not shown by Jupyter until pyplot's inline
+    backend has been activated; ``_repr_png_`` makes them display anyway,
+    without touching any global setting.
+    """
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", bbox_inches="tight")
+        return buffer.getvalue()
 
 
 def _to_numpy(name: str, value: object, ndim: int) -> np.ndarray:
@@ -36,6 +51,8 @@ def show_heatmaps(
     titles: Sequence[str] | None = None,
     figsize: tuple[float, float] = (2.5, 2.5),
     cmap: str = "Reds",
+    vmin: float | None = None,
+    vmax: float | None = None,
 ) -> Figure:
     """Draw a grid of attention-weight heatmaps with one shared colour scale.
 
@@ -45,6 +62,8 @@ def show_heatmaps(
         titles: one title per panel column, or None.
         figsize: size of one panel in inches; the figure grows with the grid.
         cmap: a matplotlib colour map name.
+        vmin, vmax: ends of the shared colour scale (default: the smallest and
+            largest entries), e.g. 0 and 1 to compare with other figures.
 
     Returns:
         The new Figure, with a colour bar.
@@ -57,7 +76,8 @@ def show_heatmaps(
         )
     fig = Figure(figsize=(figsize[0] * ncols + 0.8, figsize[1] * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
-    vmin, vmax = float(array.min()), float(array.max())
+    vmin = float(array.min()) if vmin is None else float(vmin)
+    vmax = float(array.max()) if vmax is None else float(vmax)
     if vmin == vmax:
         vmax = vmin + 1.0
     for i in range(nrows):

@@ -1,0 +1,113 @@
+"""Argument checks shared by the library (internal).
+
+Every public function validates its input here first, so that bad input fails
+with a ``TypeError`` or ``ValueError`` naming the argument and its value
+instead of an obscure error from deep inside torch.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import torch
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def tensor(
+    name: str,
+    value: object,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    floating: bool = False,
+) -> torch.Tensor:
+    """Check that ``value`` is a tensor with the given number of axes."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {_describe(value)}")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else ndim
+        if value.dim() not in allowed:
+            wanted = " or ".join(f"{n}-D" for n in allowed)
+            raise ValueError(f"{name} must be {wanted}, got shape {tuple(value.shape)}")
+    if floating and not value.is_floating_point():
+        raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}")
+    return value
+
+
+def as_float_tensor(
+    name: str, value: object, *, ndim: int | tuple[int, ...] | None = None
+) -> torch.Tensor:
+    """Check a tensor of inputs, promoting integer dtypes to the default float."""
+    value = tensor(name, value, ndim=ndim)
+    if value.dtype == torch.bool or value.is_complex():
+        raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
+    if not value.is_floating_point():
+        value = value.to(torch.get_default_dtype())
+    return value
+
+
+def positive_number(name: str, value: object) -> float:
+    """Check a finite real number > 0 (a Python number or a 0-d tensor)."""
+    if isinstance(value, torch.Tensor) and value.dim() == 0:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {_describe(value)}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return value
+
+
+def probability(name: str, value: object) -> float:
+    """Check a dropout-style probability in [0, 1)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {_describe(value)}")
+    value = float(value)
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    return value
+
+
+def positive_int(name: str, value: object) -> int:
+    """Check an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {_describe(value)}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value!r}")
+    return int(value)
+
+
+def lengths(name: str, value: object, *, upper: int, device: torch.device) -> torch.Tensor:
+    """Check valid lengths: integral values in [0, upper]; returns an int64 tensor.
+
+    Accepts an integer tensor, a floating tensor holding whole numbers, or a
+    (nested) Python sequence of ints.
+    """
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        try:
+            value = torch.as_tensor(value)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise TypeError(
+                f"{name} must be a tensor or a list of integers, got {_describe(value)}"
+            ) from err
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a tensor of integer lengths, got {_describe(value)}")
+    if value.dtype == torch.bool or value.is_complex():
+        raise TypeError(f"{name} must hold integer lengths, got dtype {value.dtype}")
+    if value.is_floating_point():
+        finite = torch.isfinite(value)
+        if not bool(finite.all()) or not bool((value == value.round()).all()):
+            bad = value[~finite | (value != value.round())].flatten()[0].item()
+            raise ValueError(f"{name} must hold whole numbers, got the non-integral value {bad!r}")
+    value = value.to(device=device, dtype=torch.long)
+    if value.numel() and (bool((value < 0).any()) or bool((value > upper).any())):
+        bad = value[(value < 0) | (value > upper)].flatten()[0].item()
+        raise ValueError(f"{name} must lie in [0, {upper}] (the number of keys), got {bad}")
+    return value

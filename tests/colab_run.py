@@ -1,0 +1,90 @@
+"""Run every notebook top to bottom in a Colab-like environment (`make colab`).
+
+Run with the Python of .venv-colab: ipywidgets 7.7.1, torch, matplotlib,
+ipykernel, and attnbook installed from lib/ as a regular (non-editable)
+package. Each notebook is copied ALONE into an empty temporary folder and
+executed there, so it cannot read repository files or lean on another
+notebook having run first. Prints one line per notebook and a closing
+'N passed, N failed' line; exits non-zero on any failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import ipywidgets
+import nbformat
+from nbclient import NotebookClient
+
+import attnbook
+
+
+def check_environment() -> None:
+    location = Path(attnbook.__file__).resolve()
+    if "site-packages" not in location.parts:
+        raise SystemExit(
+            f"attnbook must be installed non-editable, but it is imported from {location}"
+        )
+    if not ipywidgets.__version__.startswith("7.7"):
+        raise SystemExit(f"expected ipywidgets 7.7 (as in Colab), found {ipywidgets.__version__}")
+
+
+def run(notebook: Path) -> str | None:
+    """Execute one notebook alone; None on success, else the reason."""
+    with tempfile.TemporaryDirectory(prefix="colab-") as folder:
+        copy = Path(folder) / notebook.name
+        shutil.copy(notebook, copy)
+        nb = nbformat.read(copy, as_version=4)
+        env_static = os.environ.pop("ATTNBOOK_STATIC", None)
+        try:
+            NotebookClient(
+                nb,
+                timeout=600,
+                kernel_name="python3",
+                resources={"metadata": {"path": folder}},
+            ).execute()
+        except Exception as error:  # report any failure of the notebook, then go on
+            return f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:300]}"
+        finally:
+            if env_static is not None:
+                os.environ["ATTNBOOK_STATIC"] = env_static
+        widget_cells = sum(
+            "application/vnd.jupyter.widget-view+json" in output.get("data", {})
+            for cell in nb.cells
+            for output in cell.get("outputs", [])
+        )
+        left = sorted(p.name for p in Path(folder).iterdir() if p.name != notebook.name)
+        if left:
+            return f"the notebook wrote files next to itself: {left}"
+        print(f"    {widget_cells} live widget(s) displayed", flush=True)
+    return None
+
+
+def main(paths: list[str]) -> int:
+    check_environment()
+    passed = failed = 0
+    print(
+        f"Colab-like run: ipywidgets {ipywidgets.__version__}, attnbook from {Path(attnbook.__file__).parent}"
+    )
+    for name in paths:
+        start = time.perf_counter()
+        print(f"{name}: running alone in an empty folder", flush=True)
+        problem = run(Path(name))
+        seconds = time.perf_counter() - start
+        if problem is None:
+            passed += 1
+            print(f"    ok in {seconds:.1f} s", flush=True)
+        else:
+            failed += 1
+            print(f"    FAILED after {seconds:.1f} s: {problem}", flush=True)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

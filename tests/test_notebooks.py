@@ -1,0 +1,130 @@
+"""Notebook hygiene: the Colab install cell, structure, and clean stored outputs."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from ._site import BOOK, NOTEBOOKS, config, read_notebook, toc_files
+from .nbtools import INSTALL_TAG, install_cell_source
+
+CHAPTERS = [
+    "book/intro",
+    "book/attention-cues",
+    "book/queries-keys-values",
+    "book/attention-pooling",
+    "book/masked-softmax",
+    "book/scoring-functions",
+    "book/references",
+]
+# Text that must never appear in a stored output: machine paths, memory addresses.
+LEAKS = re.compile(r"(/work/|/home/|/root/|/tmp/|\.venv|site-packages|0x[0-9a-f]{6,})")
+FORBIDDEN_CODE = re.compile(
+    r"(sys\.path|NBVAL_|nbval-|urllib|requests\.|wget|curl |open\(|read_csv|Path\()"
+)
+
+
+def code_cells(nb):
+    return [cell for cell in nb.cells if cell.cell_type == "code"]
+
+
+def test_toc_lists_the_chapters_in_curriculum_order():
+    assert toc_files() == CHAPTERS
+    for name in CHAPTERS:
+        assert (BOOK.parent / f"{name}.md").exists() or (BOOK.parent / f"{name}.ipynb").exists()
+
+
+def test_every_chapter_notebook_is_in_the_book():
+    assert sorted(f"book/{path.stem}" for path in NOTEBOOKS) == sorted(
+        name for name in CHAPTERS if (BOOK.parent / f"{name}.ipynb").exists()
+    )
+    assert len(NOTEBOOKS) == 4
+
+
+def test_install_cell_matches_config():
+    url, ref = config()["repository"]["url"], config()["repository"]["branch"]
+    source = install_cell_source()
+    assert f"git+{url}@{ref}#subdirectory=lib" in source
+    assert 'if "google.colab" in sys.modules:' in source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+class TestNotebook:
+    def test_first_code_cell_is_the_install_cell(self, path):
+        first, second = code_cells(read_notebook(path))[:2]
+        assert first.source == install_cell_source(), (
+            f"{path.name}: the first code cell must be exactly the install cell "
+            "(python tests/nbtools.py install-cell)"
+        )
+        assert INSTALL_TAG in first.metadata.get("tags", [])
+        assert first.outputs == []
+        assert "setup" in second.metadata.get("tags", [])
+        assert "import" in second.source and "manual_seed" in second.source
+
+    def test_opens_with_label_title_and_what_you_will_learn(self, path):
+        first = read_notebook(path).cells[0]
+        assert first.cell_type == "markdown"
+        assert re.match(rf"^\(chap-{path.stem}\)=\n# \S", first.source)
+        assert re.search(r"what you will learn", first.source, re.IGNORECASE)
+
+    def test_ends_with_summary_and_exercises_with_solutions(self, path):
+        text = "\n".join(c.source for c in read_notebook(path).cells if c.cell_type == "markdown")
+        assert "\n## Summary" in "\n" + text and "\n## Exercises" in "\n" + text
+        assert text.index("## Summary") < text.index("## Exercises")
+        assert text.count("{dropdown}") >= 3
+        checks_used = set(
+            re.findall(r"check_\w+\(", "\n".join(c.source for c in code_cells(read_notebook(path))))
+        )
+        assert len(checks_used) >= 2, f"{path.name}: fewer than two checkable exercises"
+
+    def test_kernelspec_and_no_widget_state(self, path):
+        nb = read_notebook(path)
+        assert nb.metadata.kernelspec.name == "python3"
+        assert "widgets" not in nb.metadata  # a saved widget-state blob breaks GitHub's viewer
+        for cell in nb.cells:
+            assert "execution" not in cell.metadata
+
+    def test_executed_in_order_without_gaps(self, path):
+        counts = [cell.execution_count for cell in code_cells(read_notebook(path))]
+        assert counts == list(range(1, len(counts) + 1)), f"{path.name}: run `make notebooks`"
+
+    def test_outputs_are_clean(self, path):
+        for index, cell in enumerate(read_notebook(path).cells):
+            for output in cell.get("outputs", []):
+                text = json.dumps({k: v for k, v in output.items() if k != "data"})
+                text += json.dumps(
+                    {k: v for k, v in output.get("data", {}).items() if not k.startswith("image/")}
+                )
+                assert not LEAKS.search(text), (
+                    f"{path.name} cell {index}: {LEAKS.search(text).group(0)!r}"
+                )
+                assert "image/svg+xml" not in output.get("data", {})
+                assert output.get("name") != "stderr", f"{path.name} cell {index} wrote to stderr"
+
+    def test_code_is_self_contained(self, path):
+        for index, cell in enumerate(code_cells(read_notebook(path))[1:], start=1):
+            match = FORBIDDEN_CODE.search(cell.source)
+            assert match is None, f"{path.name} code cell {index}: {match.group(0)!r}"
+            assert "NBVAL" not in json.dumps(cell.metadata)
+
+    def test_every_figure_has_alt_text_and_caption(self, path):
+        for index, cell in enumerate(read_notebook(path).cells):
+            if any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+                mystnb = cell.metadata.get("mystnb", {})
+                alt = mystnb.get("image", {}).get("alt", "")
+                assert len(alt) > 20, f"{path.name} cell {index}: figure without alt text"
+                assert mystnb.get("figure", {}).get("caption"), (
+                    f"{path.name} cell {index}: no caption"
+                )
+
+
+def test_prose_chapter_structure():
+    text = (BOOK / "attention-cues.md").read_text()
+    assert text.startswith("(chap-attention-cues)=\n# ")
+    assert re.search(r"what you will learn", text, re.IGNORECASE)
+    assert "## Summary" in text and "## Exercises" in text
+    assert len(re.findall(r"\w+", text)) >= 1200
+    for figure in re.findall(r"```\{figure\}[^`]*```", text):
+        assert ":alt:" in figure and ":name:" in figure

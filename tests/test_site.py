@@ -1,0 +1,140 @@
+"""Checks of the built website (_build/html): offline assets, links, alt text, size."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from ._site import NOTEBOOKS, config, require_site
+
+PAGE_BUDGET = 1024 * 1024  # an interactive page, HTML and frames together
+
+
+class Page(HTMLParser):
+    """Collects what the tests look at in one HTML page."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.loads: list[str] = []  # URLs the browser fetches by itself
+        self.links: list[str] = []  # <a href>
+        self.ids: set[str] = set()
+        self.images: list[dict] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+        if tag in ("script", "img", "iframe", "source", "video", "audio") and attrs.get("src"):
+            self.loads.append(attrs["src"])
+        if tag == "link" and attrs.get("href") and attrs.get("rel") != "canonical":
+            self.loads.append(attrs["href"])
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+        if tag == "img":
+            self.images.append(attrs)
+
+
+def parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def pages() -> list[Path]:
+    site = require_site()
+    return sorted(p for p in site.rglob("*.html") if "_static" not in p.parts)
+
+
+def is_external(url: str) -> bool:
+    return url.startswith(("http:", "https:", "//")) or (
+        "://" in url and not url.startswith("data:")
+    )
+
+
+def test_the_chapters_are_built():
+    built = {p.relative_to(require_site()).as_posix() for p in pages()}
+    for name in ["intro", "attention-cues", "references", *(p.stem for p in NOTEBOOKS)]:
+        assert f"book/{name}.html" in built
+
+
+def test_nothing_is_loaded_from_another_host():
+    for path in pages():
+        external = [url for url in parse(path).loads if is_external(url)]
+        assert external == [], f"{path.name} loads {external}"
+
+
+def test_mathjax_is_served_by_the_site():
+    site = require_site()
+    page = parse(site / "book" / "scoring-functions.html")
+    mathjax = [url for url in page.loads if "mathjax" in url.lower()]
+    assert mathjax and all(not is_external(url) for url in mathjax)
+    assert (site / "_static" / "mathjax" / "tex-chtml.js").exists()
+
+
+def test_internal_links_resolve():
+    site = require_site()
+    parsed = {path: parse(path) for path in pages()}
+    broken = []
+    for path, page in parsed.items():
+        for href in page.links + page.loads:
+            url = urlparse(href)
+            if url.scheme or href.startswith(("//", "mailto:", "data:")):
+                continue
+            target = path if not url.path else (path.parent / unquote(url.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{path.relative_to(site)} -> {href}")
+            elif url.fragment and target.suffix == ".html":
+                ids = parsed[target].ids if target in parsed else parse(target).ids
+                if url.fragment not in ids:
+                    broken.append(f"{path.relative_to(site)} -> {href} (no such anchor)")
+    assert broken == []
+
+
+def test_every_image_has_alt_text():
+    missing = []
+    for path in pages():
+        for image in parse(path).images:
+            if not (image.get("alt") or "").strip():
+                missing.append(f"{path.name}: {image.get('src', '')[:60]}")
+    assert missing == []
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_pages_have_a_colab_button(notebook):
+    repo = config()["repository"]
+    slug = urlparse(repo["url"]).path.strip("/")
+    expected = f"https://colab.research.google.com/github/{slug}/blob/{repo['branch']}/book/{notebook.name}"
+    links = parse(require_site() / "book" / f"{notebook.stem}.html").links
+    assert expected in links
+
+
+def test_install_cell_is_hidden_on_the_website():
+    for notebook in NOTEBOOKS:
+        html = (require_site() / "book" / f"{notebook.stem}.html").read_text(encoding="utf-8")
+        assert "google.colab" not in html
+
+
+@pytest.mark.parametrize("name", ["attention-pooling", "masked-softmax"])
+def test_interactive_pages_hold_a_static_slider_within_budget(name):
+    path = require_site() / "book" / f"{name}.html"
+    html = path.read_text(encoding="utf-8")
+    assert html.count('class="attnbook-explorer"') == 1
+    assert "application/vnd.jupyter.widget-view+json" not in html
+    assert not re.search(r"<script[^>]+src=[^>]*(require|widget|embed)", html)
+    assert page_weight(path) <= PAGE_BUDGET
+
+
+def page_weight(path: Path) -> int:
+    """Bytes of the page's HTML (frames inline) plus the figures it shows."""
+    images = [
+        (path.parent / unquote(image["src"])).resolve()
+        for image in parse(path).images
+        if image.get("src") and not image["src"].startswith("data:")
+    ]
+    return path.stat().st_size + sum(image.stat().st_size for image in set(images))
