@@ -70,9 +70,11 @@ def browser_swap_ms(page_path: Path) -> float:
         page = browser.new_page()
         page.route(
             "**/*",
-            lambda route: route.continue_()
-            if route.request.url.startswith((base, "data:"))
-            else route.abort(),
+            lambda route: (
+                route.continue_()
+                if route.request.url.startswith((base, "data:"))
+                else route.abort()
+            ),
         )
         page.goto(f"{base}/{page_path.relative_to(SITE).as_posix()}")
         times = page.evaluate(
@@ -112,7 +114,9 @@ def main() -> int:
         ok &= ratio >= RATIO_BUDGET and size <= SIZE_BUDGET
         rows.append((name, len(explorer.stops), live, naive, ratio, size))
     print("Slider redraw (median over every stop; same figure content)")
-    print(f"{'explorer':<14}{'stops':>6}{'live ms':>10}{'naive ms':>10}{'ratio':>8}{'fragment KiB':>14}")
+    print(
+        f"{'explorer':<14}{'stops':>6}{'live ms':>10}{'naive ms':>10}{'ratio':>8}{'fragment KiB':>14}"
+    )
     for name, stops, live, naive, ratio, size in rows:
         print(f"{name:<14}{stops:>6}{live:>10.1f}{naive:>10.1f}{ratio:>7.1f}x{size / 1024:>14.0f}")
     print(f"budgets: ratio >= {RATIO_BUDGET:g}x, fragment <= {SIZE_BUDGET // 1024} KiB")

@@ -60,7 +60,9 @@ def clean_metadata(nb: nbformat.NotebookNode) -> None:
         "language": "python",
         "name": "python3",
     }
-    for cell in nb.cells:
+    for index, cell in enumerate(nb.cells):
+        if not cell.get("id"):  # nbformat 4.5 wants a stable id on every cell
+            cell["id"] = f"cell-{index:03d}"
         cell.metadata.pop("execution", None)
         cell.metadata.pop("ExecuteTime", None)
 
