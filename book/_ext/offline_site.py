@@ -1,0 +1,38 @@
+"""A small Sphinx extension that keeps the built site offline and error-free.
+
+* Drops the Thebe configuration scripts that sphinx-thebe (always loaded by
+  Jupyter Book 1) adds: the book does not use Thebe, the script names a CDN
+  URL, and it is added twice per page, which is a JavaScript SyntaxError.
+* Sets the theme's default colour mode, so that a first visit (empty local
+  storage) does not log "Got invalid theme mode" to the console.
+"""
+
+from __future__ import annotations
+
+
+def _drop_thebe(app, pagename, templatename, context, doctree):
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    kept = []
+    for script in scripts:
+        body = getattr(script, "attributes", {}).get("body", "") or ""
+        filename = getattr(script, "filename", str(script)) or ""
+        if "THEBE_JS_URL" in body or filename.endswith("sphinx-thebe.js") or "thebe" in filename:
+            continue
+        kept.append(script)
+    context["script_files"] = kept
+
+
+def _default_mode(app, config):
+    # The theme's template reads `default_mode` from the HTML context; "auto"
+    # follows the reader's system setting, as the theme intends.
+    context = dict(config.html_context or {})
+    context.setdefault("default_mode", "auto")
+    config.html_context = context
+
+
+def setup(app):
+    app.connect("config-inited", _default_mode)
+    app.connect("html-page-context", _drop_thebe, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
