@@ -17,7 +17,7 @@ settings.register_profile(
     deadline=None,
     database=None,
     derandomize=True,
-    max_examples=40,
+    max_examples=25,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("attnbook")

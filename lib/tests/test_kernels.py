@@ -20,7 +20,12 @@ REFERENCES = {
     "constant": lambda u: 1.0,
     "epanechnikov": lambda u: max(0.0, 1.0 - abs(u)),
 }
-FUNCTIONS = {"gaussian": gaussian, "boxcar": boxcar, "constant": constant, "epanechnikov": epanechnikov}
+FUNCTIONS = {
+    "gaussian": gaussian,
+    "boxcar": boxcar,
+    "constant": constant,
+    "epanechnikov": epanechnikov,
+}
 NAMES = sorted(REFERENCES)
 
 distances = st.lists(st.floats(-50, 50, allow_subnormal=False), min_size=0, max_size=24)
@@ -103,7 +108,7 @@ def test_kernel_keeps_floating_dtype(name, dtype):
 def test_gaussian_gradient_is_closed_form():
     u = torch.linspace(-3, 3, 13, dtype=torch.float64, requires_grad=True)
     gaussian(u).sum().backward()
-    expected = [-float(v) * math.exp(-float(v) ** 2 / 2) for v in u.detach()]
+    expected = [-float(v) * math.exp(-(float(v) ** 2) / 2) for v in u.detach()]
     torch.testing.assert_close(u.grad, torch.tensor(expected, dtype=torch.float64))
 
 

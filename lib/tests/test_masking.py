@@ -137,6 +137,8 @@ def test_sequence_mask_lengths_on_cpu_for_device_input(device):
         (torch.ones(1, 2, 3), torch.tensor([1]), ValueError, r"X must be 2-D.*\(1, 2, 3\)"),
         (torch.ones(2, 3), torch.tensor([1, 2, 3]), ValueError, r"valid_lens.*\(2,\).*\(3,\)"),
         (torch.ones(2, 3), torch.tensor([[1, 2]]), ValueError, r"valid_lens.*\(1, 2\)"),
+        (torch.ones(2, 3), torch.tensor([[1, 2], [0, 3]]), ValueError, r"valid_lens.*\(2, 2\)"),
+        (torch.ones(2, 3), torch.tensor(1), ValueError, r"valid_lens.*\(2,\).*shape \(\)"),
         (torch.ones(2, 3), torch.tensor([1, -1]), ValueError, r"valid_lens.*\[0, 3\].*-1"),
         (torch.ones(2, 3), torch.tensor([4, 1]), ValueError, r"valid_lens.*\[0, 3\].*got 4"),
         (torch.ones(2, 3), torch.tensor([1.5, 1.0]), ValueError, r"valid_lens.*whole.*1\.5"),
@@ -248,6 +250,14 @@ def test_masked_softmax_extreme_scores_and_empty_rows(dtype):
     got = masked_softmax(X, torch.tensor([3, 0]))
     assert torch.isfinite(got).all()
     assert got.double().tolist() == [[[0.5, 0.0, 0.5, 0.0]], [[0.0, 0.0, 0.0, 0.0]]]
+
+
+@pytest.mark.parametrize("lens", [None, torch.tensor([3, 3])])
+def test_masked_softmax_large_scores_do_not_overflow(lens):
+    X = torch.tensor([[[1000.0, 1001.0, 1002.0]], [[-1000.0, -1000.0, -999.0]]])
+    got = masked_softmax(X, lens)
+    expected = ref_masked_softmax(X, [[3], [3]]).float()
+    torch.testing.assert_close(got, expected)
 
 
 @given(masked_inputs())

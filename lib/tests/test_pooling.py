@@ -197,7 +197,11 @@ def test_nadaraya_watson_custom_kernel():
         return 1 / (1 + u**2)
 
     g = torch.Generator().manual_seed(11)
-    x, y, q = torch.rand(7, generator=g) * 5, torch.randn(7, generator=g), torch.rand(4, generator=g)
+    x, y, q = (
+        torch.rand(7, generator=g) * 5,
+        torch.randn(7, generator=g),
+        torch.rand(4, generator=g),
+    )
     y_hat, weights = nadaraya_watson(x, y, q, kernel=cauchy, width=0.7)
     preds, rows = ref_nw(x, y, q, lambda u: 1 / (1 + u * u), 0.7)
     torch.testing.assert_close(y_hat, torch.tensor(preds), rtol=1e-5, atol=1e-5)
@@ -660,9 +664,21 @@ def test_nw_model_device(device):
         (torch.ones(2), torch.ones(2), None, TypeError, r"values must be a torch\.Tensor"),
         (torch.ones(2, 1), torch.ones(2), torch.ones(2), ValueError, r"queries must be 1-D"),
         (torch.ones(2), torch.ones(2, 2, 2), torch.ones(2, 2, 2), ValueError, r"keys must be"),
-        (torch.ones(2), torch.ones(3), torch.ones(4), ValueError, r"keys and values.*\(3,\).*\(4,\)"),
+        (
+            torch.ones(2),
+            torch.ones(3),
+            torch.ones(4),
+            ValueError,
+            r"keys and values.*\(3,\).*\(4,\)",
+        ),
         (torch.ones(2), torch.ones(2, 3), torch.ones(3), ValueError, r"keys and values"),
-        (torch.ones(2), torch.ones(3, 4), torch.ones(3, 4), ValueError, r"keys must have one row per query \(2\)"),
+        (
+            torch.ones(2),
+            torch.ones(3, 4),
+            torch.ones(3, 4),
+            ValueError,
+            r"keys must have one row per query \(2\)",
+        ),
         (torch.ones(2) > 0, torch.ones(2), torch.ones(2), TypeError, r"queries.*bool"),
     ],
 )

@@ -160,7 +160,10 @@ def test_dot_product_permuting_keys_and_values(inputs, data):
 
 @given(qkv(min_len=0))
 def test_dot_product_gradients(inputs):
-    Q, K, V, lens = (t.clone().requires_grad_(True) if t is not None and t.is_floating_point() else t for t in inputs)
+    Q, K, V, lens = (
+        t.clone().requires_grad_(True) if t is not None and t.is_floating_point() else t
+        for t in inputs
+    )
     out = DotProductAttention()(Q, K, V, lens)
     (out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).reshape(out.shape)).sum().backward()
     for tensor in (Q, K, V):
@@ -208,14 +211,22 @@ def test_dot_product_low_precision(dtype):
 
 def test_dot_product_accepts_list_lengths():
     g = torch.Generator().manual_seed(3)
-    Q, K, V = torch.randn(2, 1, 3, generator=g), torch.randn(2, 4, 3, generator=g), torch.randn(2, 4, 2)
+    Q, K, V = (
+        torch.randn(2, 1, 3, generator=g),
+        torch.randn(2, 4, 3, generator=g),
+        torch.randn(2, 4, 2),
+    )
     got = DotProductAttention()(Q, K, V, [1, 3])
     torch.testing.assert_close(got, sdpa(Q, K, V, torch.tensor([1, 3]))[0])
 
 
 def test_dot_product_device(device):
     g = torch.Generator().manual_seed(4)
-    Q, K, V = torch.randn(2, 2, 3, generator=g), torch.randn(2, 4, 3, generator=g), torch.randn(2, 4, 2)
+    Q, K, V = (
+        torch.randn(2, 2, 3, generator=g),
+        torch.randn(2, 4, 3, generator=g),
+        torch.randn(2, 4, 2),
+    )
     lens = torch.tensor([[1, 4], [2, 3]])
     got = DotProductAttention()(Q.to(device), K.to(device), V.to(device), lens.to(device))
     assert got.device.type == device
@@ -249,7 +260,11 @@ def test_additive_matches_loop(inputs, num_hiddens):
 
 def test_additive_float32_matches_loop():
     g = torch.Generator().manual_seed(5)
-    Q, K, V = torch.randn(2, 3, 5, generator=g), torch.randn(2, 4, 2, generator=g), torch.randn(2, 4, 3)
+    Q, K, V = (
+        torch.randn(2, 3, 5, generator=g),
+        torch.randn(2, 4, 2, generator=g),
+        torch.randn(2, 4, 3),
+    )
     lens = torch.tensor([2, 4])
     attention = fresh_additive(dtype=torch.float32)
     got = attention(Q, K, V, lens)
@@ -311,7 +326,11 @@ def test_additive_dropout_only_in_training():
 
 def test_additive_device(device):
     g = torch.Generator().manual_seed(9)
-    Q, K, V = torch.randn(2, 2, 3, generator=g), torch.randn(2, 4, 5, generator=g), torch.randn(2, 4, 2)
+    Q, K, V = (
+        torch.randn(2, 2, 3, generator=g),
+        torch.randn(2, 4, 5, generator=g),
+        torch.randn(2, 4, 2),
+    )
     attention = fresh_additive(dtype=torch.float32).to(device)
     got = attention(Q.to(device), K.to(device), V.to(device), torch.tensor([1, 4], device=device))
     assert got.device.type == device
@@ -373,7 +392,11 @@ COMMON_BAD = [
     ((Q0, K0, V0.int()), TypeError, r"values must have a floating-point dtype.*int32"),
     ((Q0[:1], K0, V0), ValueError, r"same batch size.*\(1, 3, 4\), \(2, 5, 4\) and \(2, 5, 6\)"),
     ((Q0, K0, V0[:1]), ValueError, r"same batch size"),
-    ((Q0, K0[:, :4], V0), ValueError, r"keys and values must hold the same number.*\(2, 4, 4\).*\(2, 5, 6\)"),
+    (
+        (Q0, K0[:, :4], V0),
+        ValueError,
+        r"keys and values must hold the same number.*\(2, 4, 4\).*\(2, 5, 6\)",
+    ),
 ]
 BAD_LENS = [
     (torch.tensor([1, 2, 3]), ValueError, r"valid_lens must have shape \(2,\) or \(2, 3\).*\(3,\)"),
@@ -401,7 +424,9 @@ def test_bad_valid_lens(make, lens, error, pattern):
 
 
 def test_dot_product_feature_size_mismatch():
-    with pytest.raises(ValueError, match=r"queries and keys must have the same feature size.*3 and 4"):
+    with pytest.raises(
+        ValueError, match=r"queries and keys must have the same feature size.*3 and 4"
+    ):
         DotProductAttention()(*good_qkv(d_q=3, d_k=4))
 
 
