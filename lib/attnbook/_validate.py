@@ -106,8 +106,25 @@ def lengths(name: str, value: object, *, upper: int, device: torch.device) -> to
         if not bool(finite.all()) or not bool((value == value.round()).all()):
             bad = value[~finite | (value != value.round())].flatten()[0].item()
             raise ValueError(f"{name} must hold whole numbers, got the non-integral value {bad!r}")
-    value = value.to(device=device, dtype=torch.long)
+    # Check the range before converting: a huge float would overflow int64.
     if value.numel() and (bool((value < 0).any()) or bool((value > upper).any())):
         bad = value[(value < 0) | (value > upper)].flatten()[0].item()
         raise ValueError(f"{name} must lie in [0, {upper}] (the number of keys), got {bad}")
-    return value
+    return value.to(device=device, dtype=torch.long)
+
+
+def real_number(name: str, value: object) -> float:
+    """Check a real number (not a bool); returns it as a float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {_describe(value)}")
+    return float(value)
+
+
+def same_dtype(**tensors: torch.Tensor) -> None:
+    """Check that the named tensors share one dtype."""
+    dtypes = {name: t.dtype for name, t in tensors.items()}
+    if len(set(dtypes.values())) > 1:
+        listed = ", ".join(f"{name} {dtype}" for name, dtype in dtypes.items())
+        raise TypeError(
+            f"{' , '.join(dtypes)} must have the same dtype, got {listed}".replace(" , ", ", ")
+        )

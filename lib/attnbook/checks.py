@@ -47,8 +47,8 @@ def _compare(got: object, expected: torch.Tensor, atol: float = 1e-5) -> str | N
         return f"expected a torch.Tensor, got {type(got).__name__}"
     if got.shape != expected.shape:
         return f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
-    got = got.detach().to(torch.float64)
-    expected = expected.detach().to(torch.float64)
+    got = got.detach().to("cpu", torch.float64)
+    expected = expected.detach().to("cpu", torch.float64)
     if bool(torch.isnan(got).any()):
         return "the result contains NaN"
     error = (got - expected).abs()
@@ -76,7 +76,10 @@ def _run(
         except Exception as err:  # the reader's code may raise anything
             problem = f"raised {type(err).__name__}: {err}"
         else:
-            problem = _compare(got, expected)
+            try:
+                problem = _compare(got, expected)
+            except Exception as err:  # e.g. a tensor that cannot be copied to the CPU
+                problem = f"could not compare the result: {type(err).__name__}: {err}"
             if problem is None:
                 for before, after in zip(copies, args):
                     if isinstance(after, torch.Tensor) and not torch.equal(before, after):

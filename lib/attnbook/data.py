@@ -51,6 +51,8 @@ def make_regression_data(n_train: int = 50, noise: float = 0.5, seed: int = 0) -
         raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an integer, got {seed!r}")
+    if not -(2**63) <= seed < 2**64:
+        raise ValueError(f"seed must lie in [-2**63, 2**64), got {seed}")
     generator = torch.Generator().manual_seed(int(seed))
     x_train, _ = torch.sort(torch.rand(n_train, generator=generator) * 5)
     eps = torch.randn(n_train, generator=generator) * noise

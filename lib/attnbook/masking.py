@@ -40,6 +40,9 @@ def sequence_mask(X: torch.Tensor, valid_lens: torch.Tensor, value: float = 0.0)
             f"valid_lens must have shape ({rows},), one length per row of X, "
             f"got shape {tuple(lens.shape)}"
         )
+    value = _validate.real_number("value", value)
+    if not X.is_floating_point() and not value.is_integer():
+        raise ValueError(f"value must be a whole number for X of dtype {X.dtype}, got {value!r}")
     keep = _keep(lens, positions)  # (rows, positions)
     fill = torch.as_tensor(value, dtype=X.dtype, device=X.device)
     return torch.where(keep, X, fill)

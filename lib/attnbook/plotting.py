@@ -17,6 +17,8 @@ from matplotlib import figure as _mpl_figure
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
+from . import _validate
+
 
 class Figure(_mpl_figure.Figure):
     """A matplotlib Figure that a notebook displays as PNG by itself.
@@ -69,6 +71,8 @@ def show_heatmaps(
         The new Figure, with a colour bar.
     """
     array = _to_numpy("matrices", matrices, 4)
+    if array.size == 0:
+        raise ValueError(f"matrices must not be empty, got shape {array.shape}")
     nrows, ncols = array.shape[:2]
     if titles is not None and len(titles) != ncols:
         raise ValueError(
@@ -76,8 +80,10 @@ def show_heatmaps(
         )
     fig = Figure(figsize=(figsize[0] * ncols + 0.8, figsize[1] * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
-    vmin = float(array.min()) if vmin is None else float(vmin)
-    vmax = float(array.max()) if vmax is None else float(vmax)
+    vmin = float(array.min()) if vmin is None else _validate.real_number("vmin", vmin)
+    vmax = float(array.max()) if vmax is None else _validate.real_number("vmax", vmax)
+    if vmin > vmax:
+        raise ValueError(f"vmin must not exceed vmax, got vmin={vmin} and vmax={vmax}")
     if vmin == vmax:
         vmax = vmin + 1.0
     for i in range(nrows):
@@ -152,6 +158,12 @@ def plot_fit(
     Returns:
         The Figure drawn on.
     """
+    missing = [f for f in ("x_train", "y_train", "x_query", "y_query") if not hasattr(data, f)]
+    if missing:
+        raise TypeError(
+            f"data must be a RegressionData (see make_regression_data), got {data!r} "
+            f"without {', '.join(missing)}"
+        )
     x_query = _to_numpy("data.x_query", data.x_query, 1)
     if ax is None:
         ax = Figure(figsize=(4.5, 3), layout="constrained").subplots()

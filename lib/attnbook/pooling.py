@@ -26,7 +26,8 @@ def _pair(x_train: object, y_train: object) -> tuple[torch.Tensor, torch.Tensor]
         )
     if x_train.shape[0] == 0:
         raise ValueError("x_train must hold at least one training example, got 0")
-    return x_train, y_train
+    dtype = torch.promote_types(x_train.dtype, y_train.dtype)
+    return x_train.to(dtype), y_train.to(dtype)
 
 
 def average_pooling(y_train: torch.Tensor, x_query: torch.Tensor) -> torch.Tensor:
@@ -60,15 +61,20 @@ def _kernel_weights(
     kernel_fn = get_kernel(kernel)
     diff = x_query.unsqueeze(1) - x_train.unsqueeze(0)  # (queries, keys)
     sq = diff**2
+    self_mask = torch.eye(len(x_train), dtype=torch.bool, device=x_train.device)
     if exclude_self:
-        sq = sq.masked_fill(torch.eye(len(x_train), dtype=torch.bool), float("inf"))
+        sq = sq.masked_fill(self_mask, float("inf"))
     sq_min = sq.min(dim=1, keepdim=True).values  # (queries, 1)
+    zero = torch.zeros((), dtype=diff.dtype, device=diff.device)
     if kernel_fn is gaussian:
         # Shifting by each row's smallest squared distance leaves the softmax
-        # unchanged and keeps at least one score at 0, so tiny widths stay finite.
+        # unchanged and keeps the nearest keys' scores at 0 (even when the width
+        # underflows to 0 and 0 / 0 appears there), so the weights stay finite.
         scores = -((sq - sq_min) / width / width) / 2
-        return torch.softmax(scores, dim=1)
-    similarity = kernel_fn(diff / width)
+        return torch.softmax(torch.where(torch.isnan(scores), zero, scores), dim=1)
+    # A zero distance stays 0 after scaling, even when the width underflows.
+    u = diff / width
+    similarity = kernel_fn(torch.where(torch.isnan(u), zero, u))
     if not isinstance(similarity, torch.Tensor) or similarity.shape != diff.shape:
         raise ValueError(
             f"kernel must return a tensor of the same shape as its input "
@@ -81,13 +87,13 @@ def _kernel_weights(
         )
     similarity = similarity.to(diff.dtype)
     if exclude_self:
-        similarity = similarity.masked_fill(torch.eye(len(x_train), dtype=torch.bool), 0)
+        similarity = similarity.masked_fill(self_mask, 0)
     total = similarity.sum(dim=1, keepdim=True)  # (queries, 1)
     empty = total == 0
     if bool(empty.any()):
         # No key lies inside a compact kernel's window (narrow width): fall back
         # to the nearest key(s), the limit that the Gaussian kernel reaches too.
-        nearest = (sq == sq_min).to(diff.dtype)
+        nearest = (sq == sq_min).to(diff.dtype)  # (queries, keys)
         similarity = torch.where(empty, nearest, similarity)
         total = similarity.sum(dim=1, keepdim=True)
     return similarity / total
@@ -120,6 +126,8 @@ def nadaraya_watson(
     """
     x_train, y_train = _pair(x_train, y_train)
     x_query = _validate.as_float_tensor("x_query", x_query, ndim=1)
+    dtype = torch.promote_types(x_train.dtype, x_query.dtype)
+    x_train, y_train, x_query = x_train.to(dtype), y_train.to(dtype), x_query.to(dtype)
     width = _validate.positive_number("width", width)
     weights = _kernel_weights(x_query, x_train, kernel, width)  # (queries, keys)
     return weights @ y_train, weights
@@ -164,6 +172,7 @@ def loo_cv_error(
 
 def leave_one_out(x: torch.Tensor) -> torch.Tensor:
     """Row i holds every entry of x except x[i]: (n,) -> (n, n - 1)."""
+    x = _validate.tensor("x", x, ndim=1)
     n = x.shape[0]
     keep = ~torch.eye(n, dtype=torch.bool, device=x.device)  # (n, n)
     return x.unsqueeze(0).expand(n, n)[keep].reshape(n, n - 1)
@@ -205,6 +214,10 @@ class NWKernelRegression(nn.Module):
                 f"and {tuple(values.shape)}"
             )
         n = queries.shape[0]
+        if keys.shape[-1] == 0:
+            raise ValueError(
+                f"keys must hold at least one key per query, got shape {tuple(keys.shape)}"
+            )
         if keys.dim() == 1:
             keys = keys.expand(n, -1)  # (n, m)
             values = values.expand(n, -1)

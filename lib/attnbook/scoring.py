@@ -22,6 +22,7 @@ def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) 
     _validate.tensor("queries", queries, ndim=3, floating=True)
     _validate.tensor("keys", keys, ndim=3, floating=True)
     _validate.tensor("values", values, ndim=3, floating=True)
+    _validate.same_dtype(queries=queries, keys=keys, values=values)
     if not queries.shape[0] == keys.shape[0] == values.shape[0]:
         raise ValueError(
             "queries, keys and values must have the same batch size, got shapes "
@@ -96,6 +97,11 @@ class AdditiveAttention(nn.Module):
     ) -> torch.Tensor:
         """queries (b, q, d_q), keys (b, k, d_k), values (b, k, v) -> (b, q, v)."""
         _check_qkv(queries, keys, values)
+        if queries.dtype != self.w_v.weight.dtype:
+            raise TypeError(
+                f"queries, keys and values must have the layer's dtype {self.w_v.weight.dtype}, "
+                f"got {queries.dtype} (convert the layer with .to({queries.dtype}))"
+            )
         for name, layer, x in (
             ("queries", self.W_q, queries),
             ("keys", self.W_k, keys),
