@@ -52,6 +52,23 @@ if "google.colab" in sys.modules:
     )"""
 
 
+def coalesce_streams(outputs: list) -> list:
+    """Merge consecutive stream outputs of the same name (how they split varies)."""
+    merged: list = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (
+            output.get("output_type") == "stream"
+            and previous is not None
+            and previous.get("output_type") == "stream"
+            and previous.get("name") == output.get("name")
+        ):
+            previous["text"] += output["text"]
+        else:
+            merged.append(output)
+    return merged
+
+
 def clean_metadata(nb: nbformat.NotebookNode) -> None:
     """Drop metadata that differs between runs or breaks GitHub's renderer."""
     nb.metadata.pop("widgets", None)
@@ -64,6 +81,8 @@ def clean_metadata(nb: nbformat.NotebookNode) -> None:
         if not cell.get("id"):  # nbformat 4.5 wants a stable id on every cell
             cell["id"] = f"cell-{index:03d}"
         cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs = coalesce_streams(cell.outputs)
         cell.metadata.pop("ExecuteTime", None)
 
 
