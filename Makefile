@@ -46,9 +46,13 @@ $(COLAB_STAMP): tests/requirements-colab.txt
 	$(COLAB_VENV)/bin/python -m pip install --quiet -r tests/requirements-colab.txt
 	touch $(COLAB_STAMP)
 
-# attnbook is reinstalled (non-editable) on every run so it matches lib/.
-colab-env: $(COLAB_STAMP)
+# attnbook is reinstalled (non-editable) whenever lib/ changes.
+COLAB_LIB := $(COLAB_VENV)/.attnbook
+$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py)
 	$(COLAB_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall ./lib
+	touch $(COLAB_LIB)
+
+colab-env: $(COLAB_LIB)
 
 book: $(STAMP)
 	ATTNBOOK_STATIC=1 $(BIN)/jupyter-book build . -W -n --keep-going
