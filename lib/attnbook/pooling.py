@@ -244,7 +244,7 @@ def train_nw(
     inputs (keys of shape (n, n - 1)), so the model cannot just copy its own
     target. The objective is the mean squared error over the training set,
     which is exactly the leave-one-out cross-validation error of a Gaussian
-    kernel of width 1 / w (see :func:`loo_cv_error`).
+    kernel of width 1 / |w| (see :func:`loo_cv_error`; w enters squared).
 
     Returns:
         The objective before each of the ``epochs`` updates, as Python floats.
