@@ -125,6 +125,4 @@ def same_dtype(**tensors: torch.Tensor) -> None:
     dtypes = {name: t.dtype for name, t in tensors.items()}
     if len(set(dtypes.values())) > 1:
         listed = ", ".join(f"{name} {dtype}" for name, dtype in dtypes.items())
-        raise TypeError(
-            f"{' , '.join(dtypes)} must have the same dtype, got {listed}".replace(" , ", ", ")
-        )
+        raise TypeError(f"{', '.join(dtypes)} must have the same dtype, got {listed}")

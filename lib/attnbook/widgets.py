@@ -306,6 +306,15 @@ class _ValidLengthRenderer(_Renderer):
         )
 
 
+def _slider_look() -> dict:
+    """Arguments shared by both explorers' sliders (a fresh Layout each time)."""
+    return {
+        "continuous_update": True,
+        "style": {"description_width": "initial"},
+        "layout": ipywidgets.Layout(width="480px"),
+    }
+
+
 class Explorer:
     """A slider over precomputed stops and the picture it selects.
 
@@ -381,7 +390,6 @@ class Explorer:
         """
         default_index = self._stops.index(self.slider.value)
         frames = [self._renderer.png(stop) for stop in self._stops]
-        self._renderer.png(self.slider.value)  # leave the figure on the current stop
         digest = hashlib.sha1(b"".join(frames)).hexdigest()[:10]
         uid = f"attnbook-{self._name}-{digest}"
         label = html.escape(self._description.rstrip(": "))
@@ -481,9 +489,7 @@ def kernel_width_explorer(
         options=list(zip(labels, widths)),
         value=float(value),
         description="kernel width \u03c3:",
-        continuous_update=True,
-        style={"description_width": "initial"},
-        layout=ipywidgets.Layout(width="480px"),
+        **_slider_look(),
     )
     return KernelWidthExplorer(
         "kernel-width",
@@ -543,9 +549,7 @@ def valid_length_explorer(
         max=lengths[-1],
         step=1,
         description="valid length:",
-        continuous_update=True,
-        style={"description_width": "initial"},
-        layout=ipywidgets.Layout(width="480px"),
+        **_slider_look(),
     )
     return ValidLengthExplorer(
         "valid-length",

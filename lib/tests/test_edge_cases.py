@@ -130,3 +130,15 @@ def test_checker_reports_results_on_another_device_instead_of_crashing():
     report = checks.check_softmax(lambda X: torch.softmax(X, -1).to("meta"))
     assert not report.passed
     assert "FAIL" in repr(report)
+
+
+def test_in_colab_follows_the_google_colab_module(monkeypatch):
+    import sys
+    import types
+
+    from attnbook import colab
+
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    assert colab.in_colab() is False
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    assert colab.in_colab() is True
