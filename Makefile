@@ -94,7 +94,7 @@ serve:
 	$(PYTHON) -m http.server --directory _build/html --bind 127.0.0.1 $(PORT)
 
 bench: $(STAMP) book
-	$(BIN)/python tests/bench.py
+	$(BIN)/python -m tests.bench
 
 clean:
 	rm -rf _build

@@ -21,11 +21,8 @@ from pathlib import Path
 
 from attnbook import widgets
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # so that `tests._site` imports when run as a script
-
-from tests._site import CHROMIUM, CHROMIUM_ARGS, SITE, serve  # noqa: E402
-from tests.test_site import page_weight  # noqa: E402
+from ._site import CHROMIUM, CHROMIUM_ARGS, SITE, serve
+from .test_site import page_weight
 
 RATIO_BUDGET = 8.0
 SIZE_BUDGET = 1024 * 1024

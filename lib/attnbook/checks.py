@@ -199,8 +199,7 @@ def check_causal_lengths(fn: Callable[[int, int], torch.Tensor]) -> CheckReport:
     for batch, queries in ((1, 4), (2, 3), (3, 6)):
         expected = torch.arange(1, queries + 1).expand(batch, queries)
         cases.append((f"batch={batch}, queries={queries}", (batch, queries), expected))
-    report = _run("check_causal_lengths", fn, cases)
-    return report
+    return _run("check_causal_lengths", fn, cases)
 
 
 def _reference_attention(Q, K, V):

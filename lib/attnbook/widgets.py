@@ -471,7 +471,7 @@ def kernel_width_explorer(
         data = make_regression_data()
     elif not isinstance(data, RegressionData):
         raise TypeError(f"data must be a RegressionData from make_regression_data(), got {data!r}")
-    kernel_fn = get_kernel(kernel)
+    get_kernel(kernel)  # an unknown name fails here, with the known names listed
     widths = list(DEFAULT_WIDTHS if widths is None else widths)
     if len(widths) < 2:
         raise ValueError(f"widths must hold at least 2 stops, got {widths!r}")
@@ -482,7 +482,7 @@ def kernel_width_explorer(
         value = 0.5 if 0.5 in widths else widths[len(widths) // 2]
     elif value not in widths:
         raise ValueError(f"value must be one of widths {widths}, got {value!r}")
-    renderer = _KernelWidthRenderer(data, kernel if isinstance(kernel, str) else kernel_fn, widths)
+    renderer = _KernelWidthRenderer(data, kernel, widths)
     name = renderer.kernel_name
     labels = [f"{w:g}" for w in widths]
     slider = ipywidgets.SelectionSlider(

@@ -147,15 +147,20 @@ def test_dot_product_empty_rows_are_zero(inputs):
     assert_zero_rows_for_empty_lengths(out, weights, lens)
 
 
-@given(inputs=qkv(lens_kind="none"), data=st.data())
-def test_dot_product_permuting_keys_and_values(inputs, data):
-    Q, K, V, _ = inputs
-    perm = torch.tensor(data.draw(st.permutations(range(K.shape[1]))))
-    attention = DotProductAttention()
+def assert_permutation_invariant(attention, Q, K, V, perm):
+    """Permuting keys and values together leaves the output unchanged and
+    permutes the weights' key axis the same way."""
     out = attention(Q, K, V)
     weights = attention.attention_weights
     torch.testing.assert_close(attention(Q, K[:, perm], V[:, perm]), out)
     torch.testing.assert_close(attention.attention_weights, weights[:, :, perm])
+
+
+@given(inputs=qkv(lens_kind="none"), data=st.data())
+def test_dot_product_permuting_keys_and_values(inputs, data):
+    Q, K, V, _ = inputs
+    perm = torch.tensor(data.draw(st.permutations(range(K.shape[1]))))
+    assert_permutation_invariant(DotProductAttention(), Q, K, V, perm)
 
 
 @given(qkv(min_len=0))
@@ -288,11 +293,7 @@ def test_additive_has_no_biases_and_reuses_its_weights():
 def test_additive_permuting_keys_and_values(inputs, data):
     Q, K, V, _ = inputs
     perm = torch.tensor(data.draw(st.permutations(range(K.shape[1]))))
-    attention = fresh_additive()
-    out = attention(Q, K, V)
-    weights = attention.attention_weights
-    torch.testing.assert_close(attention(Q, K[:, perm], V[:, perm]), out)
-    torch.testing.assert_close(attention.attention_weights, weights[:, :, perm])
+    assert_permutation_invariant(fresh_additive(), Q, K, V, perm)
 
 
 def test_additive_gradients_reach_every_parameter():
