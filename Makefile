@@ -54,8 +54,13 @@ $(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py)
 
 colab-env: $(COLAB_LIB)
 
+# The chapters' kernels read book/_ext/ipython_kernel_config.py (it drops
+# ipykernel's notice about local TCP, see its docstring) from a profile in _build.
+KERNEL_IPYTHONDIR := $(CURDIR)/_build/ipython
 book: $(STAMP)
-	ATTNBOOK_STATIC=1 $(BIN)/jupyter-book build . -W -n --keep-going
+	mkdir -p $(KERNEL_IPYTHONDIR)/profile_default
+	cp book/_ext/ipython_kernel_config.py $(KERNEL_IPYTHONDIR)/profile_default/
+	ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/jupyter-book build . -W -n --keep-going
 
 ifeq ($(NB),)
 test: $(STAMP) lint test-lib book test-book test-notebooks test-widgets-ipyw7

@@ -34,8 +34,16 @@ def config() -> dict:
 
 
 def toc_files() -> list[str]:
+    """The root file, then every chapter in reading order (parts flattened)."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return [toc["root"], *(entry["file"] for entry in toc["chapters"])]
+    parts = toc.get("parts") or [{"chapters": toc.get("chapters", [])}]
+    return [toc["root"], *(entry["file"] for part in parts for entry in part["chapters"])]
+
+
+def toc_parts() -> list[str]:
+    """The captions of the table of contents' parts, in order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [part.get("caption", "") for part in toc.get("parts", [])]
 
 
 def read_notebook(path: Path) -> nbformat.NotebookNode:

@@ -12,6 +12,7 @@ from .nbtools import INSTALL_TAG, install_cell_source
 
 CHAPTERS = [
     "book/intro",
+    "book/notation",
     "book/attention-cues",
     "book/queries-keys-values",
     "book/attention-pooling",
@@ -34,6 +35,14 @@ def test_toc_lists_the_chapters_in_curriculum_order():
     assert toc_files() == CHAPTERS
     for name in CHAPTERS:
         assert (BOOK.parent / f"{name}.md").exists() or (BOOK.parent / f"{name}.ipynb").exists()
+
+
+def test_notation_page_follows_the_preface_and_is_linked_from_it():
+    assert toc_files()[:2] == ["book/intro", "book/notation"]
+    assert "<chap-notation>" in (BOOK / "intro.md").read_text()
+    notation = (BOOK / "notation.md").read_text()
+    for must in ("$n$", "$d$", "$\\sigma$", "(batch, queries, keys)", "counted from 0"):
+        assert must in notation, f"notation.md does not define {must}"
 
 
 def test_every_chapter_notebook_is_in_the_book():
