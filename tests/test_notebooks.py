@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 
@@ -88,6 +89,37 @@ class TestNotebook:
         )
         assert len(checks_used) >= 2, f"{path.name}: fewer than two checkable exercises"
 
+    def test_solutions_are_folded_and_keep_their_own_names(self, path):
+        nb = read_notebook(path)
+        headings = [c.source for c in nb.cells if c.cell_type == "markdown"]
+        start = next(i for i, c in enumerate(nb.cells) if "\n## Exercises" in "\n" + c.source)
+        assert any("## Exercises" in h for h in headings)
+        solutions = 0
+        for index, cell in enumerate(nb.cells[start:], start=start):
+            if cell.cell_type != "code":
+                continue
+            tags = cell.metadata.get("tags", [])
+            where = f"{path.name} cell {index}"
+            if "remove-cell" in tags:  # a hidden assert cell, never shown
+                continue
+            assert "solution" in tags, (
+                f"{where}: a code cell among the exercises must be a solution"
+            )
+            solutions += 1
+            # Folded on the website (code and output), in JupyterLab / Notebook 7, and in Colab.
+            assert "hide-cell" in tags, f"{where}: tag the solution hide-cell"
+            assert cell.metadata.get("jupyter", {}) == {
+                "source_hidden": True,
+                "outputs_hidden": True,
+            }, f"{where}: solution must open collapsed in JupyterLab"
+            assert cell.source.startswith("# @title Solution"), f"{where}: no Colab form title"
+            # "Run all" must not overwrite the reader's own attempt.
+            for name in _top_level_names(cell.source):
+                assert name.startswith("solution_"), (
+                    f"{where}: the solution defines {name!r}; name it solution_{name}"
+                )
+        assert solutions >= 2, f"{path.name}: fewer than two solution cells"
+
     def test_kernelspec_and_no_widget_state(self, path):
         nb = read_notebook(path)
         assert nb.metadata.kernelspec.name == "python3"
@@ -127,6 +159,35 @@ class TestNotebook:
                 assert mystnb.get("figure", {}).get("caption"), (
                     f"{path.name} cell {index}: no caption"
                 )
+
+
+def _top_level_names(source: str) -> set[str]:
+    """Names a cell binds at module level (functions, classes, assignments, loops, imports)."""
+    tree = ast.parse("\n".join(line for line in source.splitlines() if not line.startswith("%")))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        else:
+            targets = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With)):
+                targets = [getattr(node, "target", None)] + [
+                    item.optional_vars for item in getattr(node, "items", [])
+                ]
+            for target in filter(None, targets):
+                names.update(
+                    n.id for n in ast.walk(target) if isinstance(n, ast.Name) and n.id != "_"
+                )
+    return names
+
+
+def test_top_level_names_sees_every_binding():
+    source = "import math as m\ndef f(): x = 1\ny, (z, w) = 1, (2, 3)\nfor i in []: pass\n_ = 0"
+    assert _top_level_names(source) == {"m", "f", "y", "z", "w", "i"}
 
 
 def test_prose_chapter_structure():
