@@ -138,3 +138,21 @@ def page_weight(path: Path) -> int:
         if image.get("src") and not image["src"].startswith("data:")
     ]
     return path.stat().st_size + sum(image.stat().st_size for image in set(images))
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_solutions_are_folded_code_and_output(notebook):
+    """A solution's code and what it prints sit behind one closed toggle."""
+    from bs4 import BeautifulSoup  # installed with Jupyter Book
+
+    html = (require_site() / "book" / f"{notebook.stem}.html").read_text(encoding="utf-8")
+    cells = BeautifulSoup(html, "html.parser").select("div.cell.tag_solution")
+    assert len(cells) >= 2, f"{notebook.stem}: no folded solution cells on the page"
+    for cell in cells:
+        children = cell.find_all(recursive=False)
+        assert [child.name for child in children] == ["details"], (
+            f"{notebook.stem}: a solution cell shows something outside its toggle"
+        )
+        toggle = children[0]
+        assert toggle.get("open") is None, f"{notebook.stem}: a solution toggle starts open"
+        assert toggle.select(".cell_input") and toggle.select(".cell_output")
