@@ -4,6 +4,10 @@ Each ``check_*`` function calls your function on a handful of inputs, compares
 each answer with the library's reference, and returns a :class:`CheckReport`.
 In a notebook the report shows one line per case: which passed, which failed
 and why. ``bool(report)`` is True when every case passed.
+
+The cases include the classic mistakes each chapter warns about (overflow,
+``0 * log(0)``, a fill value that does not fit the dtype, ...). A failing case
+carries a hint naming the section of the chapter that explains it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,25 @@ from dataclasses import dataclass, field
 import torch
 
 from . import kernels, masking
+
+# The chapters, by the titles the reader sees.
+_QKV = "Queries, Keys and Values"
+_POOLING = "Attention Pooling by Similarity"
+_MASKED = "Masked Softmax and Batched Attention"
+_SCORING = "Attention Scoring Functions"
+
+# float16 and bfloat16 answers are compared with a tolerance of a few units in
+# their last place, and must keep the input's dtype.
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _see(section: str, chapter: str) -> str:
+    """The pointer a hint ends with, e.g. see "Half precision" in Masked Softmax."""
+    return f'see "{section}" in {chapter}'
+
+
+class _Problem(Exception):
+    """A problem found while probing the reader's function, reported as it is."""
 
 
 @dataclass
@@ -41,22 +64,38 @@ class CheckReport:
         return "\n".join([head, *self.lines])
 
 
-def _compare(got: object, expected: torch.Tensor, atol: float = 1e-5) -> str | None:
-    """None if ``got`` matches ``expected``, else a sentence saying why not."""
+def _compare_tensor(got: object, expected: torch.Tensor, atol: float = 1e-5) -> str | None:
+    """None if the tensor ``got`` matches ``expected``, else a sentence saying why not."""
     if not isinstance(got, torch.Tensor):
         return f"expected a torch.Tensor, got {type(got).__name__}"
     if got.shape != expected.shape:
         return f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+    rtol = 1e-4
+    if expected.dtype in _LOW_PRECISION:
+        if got.dtype != expected.dtype:
+            return f"expected dtype {expected.dtype} (the input's dtype), got {got.dtype}"
+        atol = rtol = 4 * torch.finfo(expected.dtype).eps
     got = got.detach().to("cpu", torch.float64)
     expected = expected.detach().to("cpu", torch.float64)
     if bool(torch.isnan(got).any()):
         return "the result contains NaN"
     error = (got - expected).abs()
-    if bool((error > atol + 1e-4 * expected.abs()).any()):
+    if bool((error > atol + rtol * expected.abs()).any()):
         index = tuple(int(i) for i in torch.nonzero(error == error.max())[0])
         return (
             f"at index {index} expected {expected[index].item():.6g}, got {got[index].item():.6g}"
         )
+    return None
+
+
+def _compare(got: object, expected: torch.Tensor | dict[str, torch.Tensor]) -> str | None:
+    """Compare a tensor, or each named part of a dict of tensors (e.g. output and gradient)."""
+    if not isinstance(expected, dict):
+        return _compare_tensor(got, expected)
+    for part, want in expected.items():
+        problem = _compare_tensor(got[part], want)
+        if problem is not None:
+            return f"{part}: {problem}"
     return None
 
 
@@ -65,7 +104,17 @@ def _run(
     fn: Callable,
     cases: list[tuple],
 ) -> CheckReport:
-    """Each case is (description, args, expected) or (..., hint on failure)."""
+    """Run ``fn`` on every case and report, one line per case.
+
+    Each case is a tuple (description, args, expected) or (description, args,
+    expected, hint). ``fn(*args)`` must match ``expected``, a tensor, within a
+    small tolerance (a few units in the last place for float16 and bfloat16
+    answers, which must also keep that dtype), without modifying its arguments.
+    ``expected`` may also be a dict of named tensors when ``fn`` is a probe that
+    returns such a dict (see ``_with_gradient``). The hint, when given, is added
+    to a failing case's line: say what the likely mistake is and end with
+    ``_see(section, chapter)``.
+    """
     if not callable(fn):
         raise TypeError(f"fn must be a function, got {fn!r}")
     report = CheckReport(name)
@@ -73,6 +122,8 @@ def _run(
         copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
         try:
             got = fn(*args)
+        except _Problem as found:
+            problem = str(found)
         except Exception as err:  # the reader's code may raise anything
             problem = f"raised {type(err).__name__}: {err}"
         else:
@@ -99,52 +150,160 @@ def _generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+def _with_gradient(fn: Callable, upstream: torch.Tensor) -> Callable:
+    """A probe that runs ``fn(X, *rest)`` on a copy of X that tracks gradients.
+
+    It returns {"output": fn's result, "gradient": d(sum(output * upstream))/dX},
+    so that one case checks both the values and what backpropagation makes of them.
+    """
+
+    def probe(X: torch.Tensor, *rest):
+        leaf = X.detach().clone().requires_grad_(True)
+        out = fn(leaf, *rest)
+        if not isinstance(out, torch.Tensor):
+            raise _Problem(f"expected a torch.Tensor, got {type(out).__name__}")
+        if out.shape != upstream.shape:
+            raise _Problem(f"expected shape {tuple(upstream.shape)}, got {tuple(out.shape)}")
+        if out.grad_fn is None:
+            raise _Problem(
+                "no gradient reaches the scores: compute the result with torch operations "
+                "on X itself (no .detach(), no torch.no_grad(), no detour through NumPy)"
+            )
+        (gradient,) = torch.autograd.grad((out * upstream.to(out.dtype)).sum(), leaf)
+        return {"output": out, "gradient": gradient}
+
+    return probe
+
+
+# ---------------------------------------------------------------- Queries, Keys and Values
+
+
 def check_softmax(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
-    """Check ``fn(X)``: softmax over the last axis of a (rows, columns) tensor."""
+    """Check ``fn(X)``: softmax over the last axis of a (rows, columns) tensor.
+
+    Catches a softmax over the wrong axis, one that forgets to subtract each
+    row's maximum (it overflows), and one that shifts by something other than
+    each row's maximum (the whole tensor's maximum, the row's minimum or mean).
+    """
     g = _generator(1)
     random = torch.randn(10, 10, generator=g)
     large = torch.tensor([[1000.0, 1001.0, 1002.0], [-1000.0, -1000.0, -999.0]])
+    spread = torch.tensor([[100.0, -100.0, -100.0, -99.0], [3.0, -200.0, 2.0, 1.0]])
+    overflow = "exp(x) overflows beyond x = 88.7 and underflows below -104"
     cases = [
-        ("a random 10x10 matrix", (random,), torch.softmax(random, -1)),
+        (
+            "a random 10x10 matrix",
+            (random,),
+            torch.softmax(random, -1),
+            "each row sums to 1 over the last axis, dim=-1; "
+            + _see("From scores to weights", _QKV),
+        ),
         ("one row of equal scores", (torch.zeros(1, 4),), torch.full((1, 4), 0.25)),
         ("a single column", (torch.randn(3, 1, generator=g),), torch.ones(3, 1)),
         (
             "very large and very small scores",
             (large,),
             torch.softmax(large, -1),
-            "exp(1000) overflows; subtract each row's maximum before exponentiating",
+            f"{overflow}: subtract each row's own maximum before exponentiating; "
+            + _see("Softmax without overflow", _QKV),
+        ),
+        (
+            "rows whose scores lie 200 apart",
+            (spread,),
+            torch.softmax(spread, -1),
+            f"{overflow}: only each row's maximum makes every exponent <= 0 "
+            "(not its minimum or mean); " + _see("Softmax without overflow", _QKV),
         ),
     ]
     return _run("check_softmax", fn, cases)
 
 
 def check_normalize(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
-    """Check ``fn(scores)``: divide nonnegative (rows, columns) scores by each row's sum."""
+    """Check ``fn(scores)``: divide nonnegative (rows, columns) scores by each row's sum.
+
+    Catches dividing by the maximum or by the sum of the whole tensor, summing
+    over the wrong axis, a softmax in place of the plain division, and a sum
+    without ``keepdim=True`` that broadcasts along the wrong axis.
+    """
     g = _generator(2)
     scores = torch.rand(4, 6, generator=g)
+    square = torch.tensor([[1.0, 3.0, 0.0], [2.0, 2.0, 4.0], [0.0, 0.0, 5.0]])
     sparse = torch.tensor([[0.0, 3.0, 0.0, 1.0]])
+    by_row = "divide every row by its own sum, S.sum(dim=-1, keepdim=True); " + _see(
+        "From scores to weights", _QKV
+    )
     cases = [
-        ("random nonnegative scores", (scores,), scores / scores.sum(-1, keepdim=True)),
-        ("a row with zeros", (sparse,), torch.tensor([[0.0, 0.75, 0.0, 0.25]])),
-        ("one-hot rows (a database lookup)", (torch.eye(3),), torch.eye(3)),
+        ("random nonnegative scores", (scores,), scores / scores.sum(-1, keepdim=True), by_row),
+        (
+            "a 3x3 matrix whose rows have different sums",
+            (square,),
+            square / square.sum(-1, keepdim=True),
+            by_row,
+        ),
+        ("a row with zeros", (sparse,), torch.tensor([[0.0, 0.75, 0.0, 0.25]]), by_row),
+        (
+            "one-hot rows (a database lookup)",
+            (torch.eye(3),),
+            torch.eye(3),
+            "a plain division keeps a one-hot row one-hot (a softmax would not); "
+            + _see("From scores to weights", _QKV),
+        ),
     ]
     return _run("check_normalize", fn, cases)
 
 
+# ---------------------------------------------------------------- Attention Pooling
+
+
 def check_epanechnikov(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
-    """Check ``fn(u)``: the kernel max(0, 1 - |u|), elementwise."""
+    """Check ``fn(u)``: the kernel max(0, 1 - |u|), elementwise.
+
+    Catches a missing clamp (negative weights beyond |u| = 1), a missing
+    absolute value (negative u treated as far away or as closer than 0), the
+    boxcar, and 1 - u^2 in place of 1 - |u|.
+    """
     grid = torch.linspace(-2.5, 2.5, 51)
+    kernel_section = _see("Kernels: turning distance into similarity", _POOLING)
     cases = [
-        ("u from -2.5 to 2.5", (grid,), kernels.epanechnikov(grid)),
-        ("u = 0 gives 1", (torch.zeros(1),), torch.ones(1)),
-        ("|u| >= 1 gives exactly 0", (torch.tensor([1.0, -1.5, 3.0]),), torch.zeros(3)),
+        (
+            "u from -2.5 to 2.5",
+            (grid,),
+            kernels.epanechnikov(grid),
+            "K(u) = max(0, 1 - |u|); " + kernel_section,
+        ),
+        ("u = 0 gives 1", (torch.zeros(1),), torch.ones(1), kernel_section),
+        (
+            "|u| >= 1 gives exactly 0",
+            (torch.tensor([1.0, -1.0, -1.5, 3.0]),),
+            torch.zeros(4),
+            "clamp 1 - |u| at 0, so far points get no weight rather than negative weight; "
+            + kernel_section,
+        ),
+        (
+            "negative u: the kernel is symmetric",
+            (torch.tensor([-0.25, -0.5, -0.75]),),
+            torch.tensor([0.75, 0.5, 0.25]),
+            "the kernel depends on the distance |u|, not on its sign; " + kernel_section,
+        ),
+        (
+            "it falls linearly: 0.5 at u = 0.5",
+            (torch.tensor([0.5, 0.25]),),
+            torch.tensor([0.5, 0.75]),
+            "1 - |u|, not 1 - u^2 (another kernel) or a flat window; " + kernel_section,
+        ),
         (
             "a 2-D tensor of distances",
             (grid.reshape(3, 17),),
             kernels.epanechnikov(grid).reshape(3, 17),
+            "work elementwise and keep the input's shape; " + kernel_section,
         ),
     ]
     return _run("check_epanechnikov", fn, cases)
+
+
+def _gaussian_reference(x_query: torch.Tensor, x_train: torch.Tensor, width: float):
+    scores = -(((x_query[:, None] - x_train[None, :]) / width) ** 2) / 2  # (queries, n)
+    return torch.softmax(scores.double(), dim=-1).float()
 
 
 def check_gaussian_weights(
@@ -152,19 +311,49 @@ def check_gaussian_weights(
 ) -> CheckReport:
     """Check ``fn(x_query, x_train, width)``: Gaussian Nadaraya-Watson weights.
 
-    The answer is (n_query, n_train) and equals
-    softmax over i of -((x - x_i) / width)^2 / 2.
+    The answer is (n_query, n) for n training inputs (the keys) and equals
+    softmax over i of -((x - x_i) / width)^2 / 2. Catches a missing 1/2, the
+    width not squared (or used as an inverse width), a softmax over the
+    queries instead of the keys, and exp(...) / sum(exp(...)) without the
+    softmax's shift, which divides 0 by 0 for a narrow kernel far from the data.
     """
     g = _generator(3)
     x_train = torch.sort(torch.rand(8, generator=g) * 5).values
     x_query = torch.linspace(0, 5, 6)
-    cases = []
-    for width in (1.0, 0.3, 4.0):
-        expected = torch.softmax(
-            -(((x_query[:, None] - x_train[None, :]) / width) ** 2) / 2, dim=-1
+    formula = _see("The Gaussian weights are a softmax", _POOLING)
+    cases = [
+        (
+            "6 queries, 8 keys, width 1.0",
+            (x_query, x_train, 1.0),
+            _gaussian_reference(x_query, x_train, 1.0),
+            "the score is -(x - x_i)^2 / 2 at width 1, a softmax over the keys (the last axis); "
+            + formula,
+        ),
+    ]
+    for width in (0.3, 4.0):
+        cases.append(
+            (
+                f"6 queries, 8 keys, width {width}",
+                (x_query, x_train, width),
+                _gaussian_reference(x_query, x_train, width),
+                "divide the distance by the width sigma before squaring: "
+                "-((x - x_i) / sigma)^2 / 2; " + formula,
+            )
         )
-        cases.append((f"6 queries, 8 keys, width {width}", (x_query, x_train, width), expected))
+    far = torch.tensor([-3.0, 2.5, 9.0])
+    cases.append(
+        (
+            "width 0.05, queries far from every key",
+            (far, x_train, 0.05),
+            _gaussian_reference(far, x_train, 0.05),
+            "exp(score) underflows to 0 for every key, and 0 / 0 is NaN; "
+            "torch.softmax subtracts the largest score first; " + formula,
+        )
+    )
     return _run("check_gaussian_weights", fn, cases)
+
+
+# ---------------------------------------------------------------- Masked Softmax
 
 
 def check_masked_softmax(
@@ -172,12 +361,20 @@ def check_masked_softmax(
 ) -> CheckReport:
     """Check ``fn(X, valid_lens)``: masked softmax of (batch, queries, keys) scores.
 
-    Lengths may be 1-D (batch,) or 2-D (batch, queries). Rows of length 0 are
-    not tested, since a plain implementation may handle them either way.
+    Lengths may be 1-D (batch,) or 2-D (batch, queries). A row of length 0 must
+    be all zeros; float16 and bfloat16 scores must work and keep their dtype;
+    masked scores of any size (even huge ones) must not matter; gradients must
+    be finite and equal to the library's. Catches a fill of -1e6 (a uniform row
+    at length 0, not storable in float16), a fill of -inf (NaN at length 0),
+    zeroing the weights after an unmasked softmax, and masking by
+    ``torch.where`` after exponentiating (NaN gradients for huge masked scores).
     """
     g = _generator(4)
     X = torch.randn(2, 2, 4, generator=g)
     wide = torch.randn(3, 5, 7, generator=g)
+    length_0 = _see("A sequence of length 0", _MASKED)
+    half = _see("Half precision", _MASKED)
+    steps = _see("Building a masked softmax, step by step", _MASKED)
     cases = []
     for description, scores, lens in (
         ("1-D lengths [2, 3]", X, torch.tensor([2, 3])),
@@ -185,21 +382,104 @@ def check_masked_softmax(
         ("every key valid", X, torch.tensor([4, 4])),
         ("a (3, 5, 7) batch with lengths [7, 1, 4]", wide, torch.tensor([7, 1, 4])),
     ):
-        cases.append((description, (scores, lens), masking.masked_softmax(scores, lens)))
-    return _run("check_masked_softmax", fn, cases)
+        hint = "a 1-D length covers every query of its sequence, a 2-D one a single query; "
+        cases.append(
+            (description, (scores, lens), masking.masked_softmax(scores, lens), hint + steps)
+        )
+    empty = torch.tensor([0, 3])
+    cases += [
+        (
+            "a sequence of length 0 gives a row of zeros",
+            (X, empty),
+            masking.masked_softmax(X, empty),
+            "a fill of -1e6 makes the row uniform and -inf makes it NaN; "
+            "write zeros into the masked positions after the softmax; " + length_0,
+        ),
+        (
+            "a 2-D length of 0 for one query",
+            (X, torch.tensor([[0, 2], [4, 0]])),
+            masking.masked_softmax(X, torch.tensor([[0, 2], [4, 0]])),
+            "rows with no valid key are all zeros; " + length_0,
+        ),
+    ]
+    huge = X.masked_fill(torch.arange(4) >= 2, 1e30)  # keys 2 and 3 masked below
+    cases.append(
+        (
+            "masked scores of 1e30 (padding may hold anything)",
+            (huge, torch.tensor([2, 1])),
+            masking.masked_softmax(huge, torch.tensor([2, 1])),
+            "replace masked scores before the softmax: a masked score must never "
+            "take part, however large; " + steps,
+        )
+    )
+    low = X * 1e3 - 1e7  # real scores far below -1e6
+    cases.append(
+        (
+            "real scores around -1e7 (below a fill of -1e6)",
+            (low, torch.tensor([2, 3])),
+            masking.masked_softmax(low, torch.tensor([2, 3])),
+            "a fixed fill such as -1e6 is not below every real score; fill with "
+            "torch.finfo(X.dtype).min; " + half,
+        )
+    )
+    for dtype, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
+        scores = X.to(dtype)
+        for lens in (torch.tensor([2, 3]), empty):
+            reference = masking.masked_softmax(scores.float(), lens).to(dtype)
+            cases.append(
+                (
+                    f"{name} scores, lengths {lens.tolist()}",
+                    (scores, lens),
+                    reference,
+                    "-1e6 does not fit float16, and a length-0 row must stay zeros; fill "
+                    "with torch.finfo(X.dtype).min and return the scores' dtype; " + half,
+                )
+            )
+    report = _run("check_masked_softmax", fn, cases)
+
+    # Gradients: masked scores, huge ones included, get exactly 0; nothing is NaN.
+    lens_2d = torch.tensor([[0, 2], [4, 1]])
+    keep = torch.arange(4) < lens_2d[..., None]  # (batch, queries, keys)
+    scores = torch.where(keep, X, torch.tensor(1e30))
+    upstream = torch.randn(2, 2, 4, generator=g)
+    leaf = scores.clone().requires_grad_(True)
+    reference = masking.masked_softmax(leaf, lens_2d)
+    (gradient,) = torch.autograd.grad((reference * upstream).sum(), leaf)
+    gradient_case = (
+        "gradients with lengths [[0, 2], [4, 1]] and masked scores of 1e30",
+        (scores, lens_2d),
+        {"output": reference.detach(), "gradient": gradient},
+        "torch.where(keep, torch.exp(...), 0) still backpropagates 0 * inf = NaN through "
+        "the discarded exponentials, and a detached result backpropagates nothing; "
+        "replace masked scores before exponentiating; " + _see("Edge cases", _MASKED),
+    )
+    extra = _run("check_masked_softmax", _with_gradient(fn, upstream), [gradient_case])
+    report.lines += extra.lines
+    report.failures += extra.failures
+    return report
 
 
 def check_causal_lengths(fn: Callable[[int, int], torch.Tensor]) -> CheckReport:
     """Check ``fn(batch, queries)``: 2-D valid lengths for a look-back-only pattern.
 
     Query i (counting from 0) may see keys 0..i, so its length is i + 1; the
-    answer is an integer tensor of shape (batch, queries).
+    answer is an integer tensor of shape (batch, queries). Catches lengths
+    0..queries-1 (query 0 would see nothing), a transposed (queries, batch)
+    answer and lengths that count down.
     """
+    hint = (
+        "query i, counting from 0, sees keys 0, ..., i: that is i + 1 keys, so row "
+        "[1, 2, ..., queries], one row per batch item; "
+        + _see("Building a masked softmax, step by step", _MASKED)
+    )
     cases = []
-    for batch, queries in ((1, 4), (2, 3), (3, 6)):
+    for batch, queries in ((1, 4), (2, 3), (3, 6), (4, 4), (1, 1)):
         expected = torch.arange(1, queries + 1).expand(batch, queries)
-        cases.append((f"batch={batch}, queries={queries}", (batch, queries), expected))
+        cases.append((f"batch={batch}, queries={queries}", (batch, queries), expected, hint))
     return _run("check_causal_lengths", fn, cases)
+
+
+# ---------------------------------------------------------------- Scoring Functions
 
 
 def _reference_attention(Q, K, V):
@@ -209,10 +489,18 @@ def _reference_attention(Q, K, V):
 def check_scaled_dot_product(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
 ) -> CheckReport:
-    """Check ``fn(Q, K, V)``: softmax(Q K^T / sqrt(d)) V for (batch, n, d) tensors."""
+    """Check ``fn(Q, K, V)``: softmax(Q K^T / sqrt(d)) V.
+
+    Q is (batch, queries, d), K is (batch, n, d) and V is (batch, n, v) for n
+    keys; the answer is (batch, queries, v). Catches a missing scale, a scale of
+    1 / d, a square root of the wrong size (the number of queries, of keys, or
+    the values' size), the scale applied after the softmax, and a softmax over
+    the queries instead of the keys.
+    """
     g = _generator(5)
     cases = []
-    for b, q, k, d, v in ((2, 1, 10, 2, 4), (3, 5, 7, 16, 3), (1, 4, 4, 64, 8)):
+    sizes = "divide Q K^T by sqrt(d), d = Q.shape[-1], before a softmax over the keys (dim=-1); "
+    for b, q, k, d, v in ((2, 1, 10, 2, 4), (3, 5, 7, 16, 3), (1, 4, 4, 64, 8), (2, 3, 5, 9, 6)):
         Q = torch.randn(b, q, d, generator=g)
         K = torch.randn(b, k, d, generator=g)
         V = torch.randn(b, k, v, generator=g)
@@ -221,6 +509,7 @@ def check_scaled_dot_product(
                 f"Q {(b, q, d)}, K {(b, k, d)}, V {(b, k, v)}",
                 (Q, K, V),
                 _reference_attention(Q, K, V),
+                sizes + _see("Scaled dot-product attention", _SCORING),
             )
         )
     return _run("check_scaled_dot_product", fn, cases)
@@ -230,27 +519,37 @@ def check_entropy(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
     """Check ``fn(weights)``: entropy -sum p log p (natural log) of each row.
 
     ``weights`` is (..., keys) with rows summing to 1; the answer drops the last
-    axis. A weight of exactly 0 contributes 0.
+    axis. A weight of exactly 0 contributes 0. Catches 0 * log(0) = NaN, log2
+    in place of the natural log, a missing minus sign, a mean in place of the
+    sum and a sum over the wrong axis.
     """
     g = _generator(6)
     random = torch.softmax(torch.randn(4, 6, generator=g), -1)
+    formula = "-sum p log p over the last axis, natural log; " + _see("Exercises", _SCORING)
+    zero_log_zero = (
+        "0 * log(0) is NaN in floating point; treat p = 0 terms as 0, e.g. with torch.xlogy; "
+        + _see("Exercises", _SCORING)
+    )
     cases = [
         (
             "uniform over 8 keys gives log 8",
             (torch.full((1, 8), 1 / 8),),
             torch.tensor([math.log(8)]),
+            formula,
         ),
+        ("one-hot rows give 0", (torch.eye(3),), torch.zeros(3), zero_log_zero),
         (
-            "one-hot rows give 0",
-            (torch.eye(3),),
-            torch.zeros(3),
-            "0 * log(0) is NaN in floating point; treat p = 0 terms as 0, e.g. with torch.xlogy",
+            "two keys of 1/2 and two zeros give log 2",
+            (torch.tensor([[0.5, 0.0, 0.5, 0.0]]),),
+            torch.tensor([math.log(2)]),
+            zero_log_zero,
         ),
-        ("random rows", (random,), -(random * random.log()).sum(-1)),
+        ("random rows", (random,), -(random * random.log()).sum(-1), formula),
         (
             "a (2, 3, 5) batch",
             (random.new_full((2, 3, 5), 0.2),),
             torch.full((2, 3), math.log(5)),
+            formula,
         ),
     ]
     return _run("check_entropy", fn, cases)

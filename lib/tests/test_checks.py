@@ -13,7 +13,9 @@ from attnbook import checks
 from attnbook.checks import CheckReport
 
 # ---------------------------------------------------------------- reader solutions
-# Correct answers, written independently of the library, and typical mistakes.
+# Right answers, written independently of the library, and for every checker a
+# list of known-wrong ones: the classic mistakes its chapter warns about. Each
+# wrong one names the case that must catch it.
 
 
 def softmax_ok(X):
@@ -30,12 +32,48 @@ def softmax_wrong_axis(X):
     return e / e.sum(dim=0, keepdim=True)
 
 
+def softmax_global_max(X):  # one shift for the whole tensor
+    e = torch.exp(X - X.max())
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def softmax_row_min(X):
+    e = torch.exp(X - X.min(dim=-1, keepdim=True).values)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def softmax_row_mean(X):
+    e = torch.exp(X - X.mean(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def softmax_by_max(X):  # divides by the largest exponential, not the sum
+    e = torch.exp(X - X.max(dim=-1, keepdim=True).values)
+    return e / e.max(dim=-1, keepdim=True).values
+
+
 def normalize_ok(scores):
     return scores / scores.sum(dim=-1, keepdim=True)
 
 
 def normalize_by_max(scores):
     return scores / scores.max(dim=-1, keepdim=True).values
+
+
+def normalize_total(scores):  # the sum of the whole tensor
+    return scores / scores.sum()
+
+
+def normalize_columns(scores):
+    return scores / scores.sum(dim=0, keepdim=True)
+
+
+def normalize_softmax(scores):
+    return torch.softmax(scores, dim=-1)
+
+
+def normalize_no_keepdim(scores):  # broadcasts the sums along the wrong axis
+    return scores / scores.sum(dim=-1)
 
 
 def epanechnikov_ok(u):
@@ -46,10 +84,28 @@ def epanechnikov_unclamped(u):
     return 1 - u.abs()
 
 
+def epanechnikov_no_abs(u):
+    return torch.clamp(1 - u, min=0)
+
+
+def epanechnikov_square(u):
+    return torch.clamp(1 - u**2, min=0)
+
+
+def epanechnikov_boxcar(u):
+    return (u.abs() < 1).float()
+
+
+def epanechnikov_sign_flipped(u):
+    return torch.clamp(u.abs() - 1, min=0)
+
+
 def gaussian_weights_ok(x_query, x_train, width):
     rows = []
     for q in x_query.tolist():
-        sims = [math.exp(-(((q - x) / width) ** 2) / 2) for x in x_train.tolist()]
+        scores = [-(((q - x) / width) ** 2) / 2 for x in x_train.tolist()]
+        top = max(scores)
+        sims = [math.exp(s - top) for s in scores]
         rows.append([s / sum(sims) for s in sims])
     return torch.tensor(rows)
 
@@ -59,11 +115,116 @@ def gaussian_weights_no_half(x_query, x_train, width):
     return torch.softmax(scores, dim=-1)
 
 
+def gaussian_weights_sigma_not_squared(x_query, x_train, width):
+    scores = -((x_query[:, None] - x_train[None, :]) ** 2) / (2 * width)
+    return torch.softmax(scores, dim=-1)
+
+
+def gaussian_weights_inverse_width(x_query, x_train, width):  # w = 1/sigma confused
+    scores = -(((x_query[:, None] - x_train[None, :]) * width) ** 2) / 2
+    return torch.softmax(scores, dim=-1)
+
+
+def gaussian_weights_over_queries(x_query, x_train, width):
+    scores = -(((x_query[:, None] - x_train[None, :]) / width) ** 2) / 2
+    return torch.softmax(scores, dim=0)
+
+
+def gaussian_weights_exp_over_sum(x_query, x_train, width):  # no shift: 0 / 0
+    sims = torch.exp(-(((x_query[:, None] - x_train[None, :]) / width) ** 2) / 2)
+    return sims / sims.sum(dim=-1, keepdim=True)
+
+
+def gaussian_weights_transposed(x_query, x_train, width):
+    return gaussian_weights_ok(x_query, x_train, width).T
+
+
+def _keep(X, valid_lens):
+    batch, queries, keys = X.shape
+    lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None].expand(batch, queries)
+    return torch.arange(keys) < lens[..., None]  # (batch, queries, keys)
+
+
 def masked_softmax_ok(X, valid_lens):
-    keys = X.shape[-1]
-    lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None].expand(X.shape[:2])
-    mask = torch.arange(keys)[None, None, :] < lens[..., None]
-    return torch.softmax(X.masked_fill(~mask, float("-inf")), dim=-1)
+    keep = _keep(X, valid_lens)
+    weights = torch.softmax(X.masked_fill(~keep, torch.finfo(X.dtype).min), dim=-1)
+    return torch.where(keep, weights, 0.0)
+
+
+def masked_softmax_renorm_ok(X, valid_lens):  # the chapter's exercise 1, another right answer
+    keep = _keep(X, valid_lens)
+    shift = torch.where(keep, X, X.amin(dim=-1, keepdim=True)).amax(dim=-1, keepdim=True)
+    e = torch.exp(torch.where(keep, X - shift, 0.0)) * keep
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
+
+
+def masked_softmax_minus_1e6(X, valid_lens):  # the chapter's naive version
+    return torch.softmax(X.masked_fill(~_keep(X, valid_lens), -1e6), dim=-1)
+
+
+def masked_softmax_minus_inf(X, valid_lens):
+    return torch.softmax(X.masked_fill(~_keep(X, valid_lens), float("-inf")), dim=-1)
+
+
+def masked_softmax_minus_1e6_then_zero(X, valid_lens):  # right at length 0, not in float16
+    keep = _keep(X, valid_lens)
+    return torch.where(keep, torch.softmax(X.masked_fill(~keep, -1e6), dim=-1), 0.0)
+
+
+def masked_softmax_minus_1e4_then_zero(X, valid_lens):  # fits float16, but not below all scores
+    keep = _keep(X, valid_lens)
+    return torch.where(keep, torch.softmax(X.masked_fill(~keep, -1e4), dim=-1), 0.0)
+
+
+def masked_softmax_finfo_no_zeroing(X, valid_lens):  # uniform rows at length 0
+    keep = _keep(X, valid_lens)
+    return torch.softmax(X.masked_fill(~keep, torch.finfo(X.dtype).min), dim=-1)
+
+
+def masked_softmax_minus_inf_nan_to_zero(X, valid_lens):  # right too: masked_fill stops the NaN
+    keep = _keep(X, valid_lens)
+    return torch.softmax(X.masked_fill(~keep, float("-inf")), dim=-1).nan_to_num(0.0)
+
+
+def masked_softmax_zero_after(X, valid_lens):  # rows no longer sum to 1
+    return torch.softmax(X, dim=-1) * _keep(X, valid_lens)
+
+
+def masked_softmax_zero_after_renorm(X, valid_lens):  # 0 / 0, and huge masked scores win
+    w = torch.softmax(X, dim=-1) * _keep(X, valid_lens)
+    return w / w.sum(dim=-1, keepdim=True)
+
+
+def masked_softmax_exp_times_mask(X, valid_lens):  # no shift: overflow, inf * 0
+    e = torch.exp(X) * _keep(X, valid_lens)
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
+
+
+def masked_softmax_where_after_exp(X, valid_lens):  # right values, NaN gradients
+    keep = _keep(X, valid_lens)
+    shift = torch.where(keep, X, X.amin(dim=-1, keepdim=True)).amax(dim=-1, keepdim=True)
+    e = torch.where(keep, torch.exp(X - shift), 0.0)
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
+
+
+def masked_softmax_additive_mask(X, valid_lens):  # X + (-1e9 on masked keys)
+    keep = _keep(X, valid_lens)
+    weights = torch.softmax(X + (~keep) * -1e9, dim=-1)
+    return torch.where(keep, weights, 0.0)
+
+
+def masked_softmax_upcast(X, valid_lens):  # right values, but float32 for float16 scores
+    return masked_softmax_ok(X.float(), valid_lens)
+
+
+def masked_softmax_detached(X, valid_lens):  # no gradient reaches the scores
+    return masked_softmax_ok(X.detach(), valid_lens)
+
+
+def masked_softmax_off_by_one(X, valid_lens):  # keeps key `length` as well
+    keep = torch.arange(X.shape[-1]) <= _keep(X, valid_lens).sum(-1, keepdim=True)
+    weights = torch.softmax(X.masked_fill(~keep, torch.finfo(X.dtype).min), dim=-1)
+    return torch.where(keep, weights, 0.0)
 
 
 def masked_softmax_1d_only(X, valid_lens):
@@ -75,12 +236,34 @@ def masked_softmax_ignores_lengths(X, valid_lens):
     return torch.softmax(X, dim=-1)
 
 
+def masked_softmax_in_place(X, valid_lens):
+    keep = _keep(X, valid_lens)
+    X.masked_fill_(~keep, torch.finfo(X.dtype).min)
+    return torch.where(keep, torch.softmax(X, dim=-1), 0.0)
+
+
 def causal_ok(batch, queries):
     return torch.tensor([[i + 1 for i in range(queries)] for _ in range(batch)])
 
 
 def causal_off_by_one(batch, queries):
     return torch.tensor([list(range(queries))] * batch)
+
+
+def causal_transposed(batch, queries):
+    return torch.arange(1, queries + 1)[:, None].expand(queries, batch)
+
+
+def causal_counting_down(batch, queries):
+    return torch.arange(queries, 0, -1).expand(batch, queries)
+
+
+def causal_all_keys(batch, queries):
+    return torch.full((batch, queries), queries)
+
+
+def causal_one_dim(batch, queries):
+    return torch.arange(1, queries + 1)
 
 
 def sdp_ok(Q, K, V):
@@ -92,6 +275,30 @@ def sdp_unscaled(Q, K, V):
     return torch.softmax(Q @ K.transpose(1, 2), dim=-1) @ V
 
 
+def sdp_divided_by_d(Q, K, V):
+    return torch.softmax(Q @ K.transpose(1, 2) / Q.shape[-1], dim=-1) @ V
+
+
+def sdp_sqrt_of_keys(Q, K, V):  # the square root of the number of keys
+    return torch.softmax(Q @ K.transpose(1, 2) / math.sqrt(K.shape[1]), dim=-1) @ V
+
+
+def sdp_sqrt_of_queries(Q, K, V):
+    return torch.softmax(Q @ K.transpose(1, 2) / math.sqrt(Q.shape[1]), dim=-1) @ V
+
+
+def sdp_sqrt_of_value_size(Q, K, V):
+    return torch.softmax(Q @ K.transpose(1, 2) / math.sqrt(V.shape[-1]), dim=-1) @ V
+
+
+def sdp_scaled_after_softmax(Q, K, V):
+    return torch.softmax(Q @ K.transpose(1, 2), dim=-1) @ V / math.sqrt(Q.shape[-1])
+
+
+def sdp_softmax_over_queries(Q, K, V):
+    return torch.softmax(Q @ K.transpose(1, 2) / math.sqrt(Q.shape[-1]), dim=1) @ V
+
+
 def entropy_ok(p):
     return -torch.xlogy(p, p).sum(dim=-1)
 
@@ -100,47 +307,170 @@ def entropy_naive(p):
     return -(p * p.log()).sum(dim=-1)
 
 
+def entropy_log2(p):
+    return -torch.xlogy(p, p).sum(dim=-1) / math.log(2)
+
+
+def entropy_no_minus(p):
+    return torch.xlogy(p, p).sum(dim=-1)
+
+
+def entropy_mean(p):
+    return -torch.xlogy(p, p).mean(dim=-1)
+
+
+def entropy_first_axis(p):
+    return -torch.xlogy(p, p).sum(dim=0)
+
+
+# checker: (right answers, {wrong answer: a case that must fail})
 CHECKERS = {
-    "check_softmax": (softmax_ok, softmax_overflows, "very large and very small scores"),
-    "check_normalize": (normalize_ok, normalize_by_max, "random nonnegative scores"),
-    "check_epanechnikov": (epanechnikov_ok, epanechnikov_unclamped, "|u| >= 1 gives exactly 0"),
-    "check_gaussian_weights": (gaussian_weights_ok, gaussian_weights_no_half, "width 1.0"),
-    "check_masked_softmax": (
-        masked_softmax_ok,
-        masked_softmax_ignores_lengths,
-        "1-D lengths [2, 3]",
+    "check_softmax": (
+        [softmax_ok, lambda X: torch.softmax(X, dim=-1)],
+        {
+            softmax_overflows: "very large and very small scores",
+            softmax_wrong_axis: "a random 10x10 matrix",
+            softmax_global_max: "very large and very small scores",
+            softmax_row_min: "rows whose scores lie 200 apart",
+            softmax_row_mean: "rows whose scores lie 200 apart",
+            softmax_by_max: "a random 10x10 matrix",
+        },
     ),
-    "check_causal_lengths": (causal_ok, causal_off_by_one, "batch=1, queries=4"),
-    "check_scaled_dot_product": (sdp_ok, sdp_unscaled, "Q (3, 5, 16)"),
-    "check_entropy": (entropy_ok, entropy_naive, "one-hot rows give 0"),
+    "check_normalize": (
+        [normalize_ok],
+        {
+            normalize_by_max: "random nonnegative scores",
+            normalize_total: "random nonnegative scores",
+            normalize_columns: "random nonnegative scores",
+            normalize_softmax: "one-hot rows (a database lookup)",
+            normalize_no_keepdim: "a 3x3 matrix whose rows have different sums",
+        },
+    ),
+    "check_epanechnikov": (
+        [epanechnikov_ok, lambda u: torch.relu(1 - u.abs())],
+        {
+            epanechnikov_unclamped: "|u| >= 1 gives exactly 0",
+            epanechnikov_no_abs: "negative u: the kernel is symmetric",
+            epanechnikov_square: "it falls linearly: 0.5 at u = 0.5",
+            epanechnikov_boxcar: "it falls linearly: 0.5 at u = 0.5",
+            epanechnikov_sign_flipped: "u = 0 gives 1",
+        },
+    ),
+    "check_gaussian_weights": (
+        [gaussian_weights_ok],
+        {
+            gaussian_weights_no_half: "width 1.0",
+            gaussian_weights_sigma_not_squared: "width 0.3",
+            gaussian_weights_inverse_width: "width 4.0",
+            gaussian_weights_over_queries: "width 1.0",
+            gaussian_weights_exp_over_sum: "width 0.05, queries far from every key",
+            gaussian_weights_transposed: "width 1.0",
+        },
+    ),
+    "check_masked_softmax": (
+        [masked_softmax_ok, masked_softmax_renorm_ok, masked_softmax_minus_inf_nan_to_zero],
+        {
+            masked_softmax_minus_1e6: "a sequence of length 0 gives a row of zeros",
+            masked_softmax_minus_inf: "a sequence of length 0 gives a row of zeros",
+            masked_softmax_minus_1e6_then_zero: "float16 scores, lengths [2, 3]",
+            masked_softmax_minus_1e4_then_zero: "real scores around -1e7",
+            masked_softmax_finfo_no_zeroing: "a 2-D length of 0 for one query",
+            masked_softmax_zero_after: "1-D lengths [2, 3]",
+            masked_softmax_zero_after_renorm: "masked scores of 1e30",
+            masked_softmax_exp_times_mask: "masked scores of 1e30",
+            masked_softmax_where_after_exp: "gradients with lengths",
+            masked_softmax_additive_mask: "masked scores of 1e30",
+            masked_softmax_upcast: "float16 scores, lengths [2, 3]",
+            masked_softmax_detached: "gradients with lengths",
+            masked_softmax_off_by_one: "1-D lengths [2, 3]",
+            masked_softmax_1d_only: "2-D lengths [[1, 3], [2, 4]]",
+            masked_softmax_ignores_lengths: "1-D lengths [2, 3]",
+            masked_softmax_in_place: "1-D lengths [2, 3]",
+        },
+    ),
+    "check_causal_lengths": (
+        [causal_ok, lambda b, q: torch.arange(1, q + 1).repeat(b, 1)],
+        {
+            causal_off_by_one: "batch=1, queries=4",
+            causal_transposed: "batch=4, queries=4",
+            causal_counting_down: "batch=1, queries=4",
+            causal_all_keys: "batch=1, queries=4",
+            causal_one_dim: "batch=2, queries=3",
+        },
+    ),
+    "check_scaled_dot_product": (
+        [sdp_ok, lambda Q, K, V: torch.softmax(Q @ K.mT / Q.shape[-1] ** 0.5, dim=-1) @ V],
+        {
+            sdp_unscaled: "Q (3, 5, 16)",
+            sdp_divided_by_d: "Q (2, 1, 2)",
+            sdp_sqrt_of_keys: "Q (2, 1, 2)",
+            sdp_sqrt_of_queries: "Q (1, 4, 64)",
+            sdp_sqrt_of_value_size: "Q (2, 1, 2)",
+            sdp_scaled_after_softmax: "Q (2, 1, 2)",
+            sdp_softmax_over_queries: "Q (2, 1, 2)",
+        },
+    ),
+    "check_entropy": (
+        [entropy_ok, lambda p: torch.distributions.Categorical(probs=p).entropy()],
+        {
+            entropy_naive: "one-hot rows give 0",
+            entropy_log2: "uniform over 8 keys gives log 8",
+            entropy_no_minus: "uniform over 8 keys gives log 8",
+            entropy_mean: "uniform over 8 keys gives log 8",
+            entropy_first_axis: "uniform over 8 keys gives log 8",
+        },
+    ),
 }
+
+RIGHT = [(name, fn) for name, (rights, _) in CHECKERS.items() for fn in rights]
+WRONG = [
+    pytest.param(name, fn, case, id=f"{name}-{fn.__name__}")
+    for name, (_, wrongs) in CHECKERS.items()
+    for fn, case in wrongs.items()
+]
+
+
+def correct(name):
+    return CHECKERS[name][0][0]
 
 
 # ---------------------------------------------------------------- every checker
 
 
-@pytest.mark.parametrize("name", sorted(CHECKERS))
-def test_checker_passes_a_correct_answer(name):
-    correct, _, _ = CHECKERS[name]
-    report = getattr(checks, name)(correct)
+@pytest.mark.parametrize(("name", "fn"), RIGHT)
+def test_checker_passes_a_correct_answer(name, fn):
+    report = getattr(checks, name)(fn)
     assert isinstance(report, CheckReport)
-    assert report.passed and bool(report)
+    assert report.passed and bool(report), repr(report)
     assert report.failures == []
-    assert len(report.lines) >= 3
+    assert len(report.lines) >= 4
     assert all(line.startswith("  ok    ") for line in report.lines)
     assert repr(report).splitlines()[0] == f"{name}: all {len(report.lines)} cases passed."
 
 
-@pytest.mark.parametrize("name", sorted(CHECKERS))
-def test_checker_fails_a_broken_answer_and_names_the_case(name):
-    _, broken, case = CHECKERS[name]
-    report = getattr(checks, name)(broken)
+@pytest.mark.parametrize(("name", "fn", "case"), WRONG)
+def test_checker_rejects_a_known_wrong_answer_and_names_the_case(name, fn, case):
+    report = getattr(checks, name)(fn)
     assert not report.passed and not bool(report)
-    assert any(case in failure for failure in report.failures)
+    assert any(case in failure for failure in report.failures), repr(report)
     text = repr(report)
     head = f"{name}: {len(report.failures)} of {len(report.lines)} cases failed."
     assert text.splitlines()[0] == head
-    assert any(line.startswith("  FAIL  ") and case in line for line in text.splitlines())
+    line = next(line for line in text.splitlines() if line.startswith("  FAIL  ") and case in line)
+    # Every failing line of these checkers points back to the chapter.
+    assert "(hint: " in line and 'see "' in line
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
+def test_every_case_of_a_checker_catches_some_wrong_answer_or_is_a_basic_case(name):
+    """No case is dead weight: each fails for at least one known-wrong answer or
+    for the answer that ignores its input entirely."""
+    _, wrongs = CHECKERS[name]
+    caught = set()
+    for fn in wrongs:
+        caught.update(getattr(checks, name)(fn).failures)
+    total = len(getattr(checks, name)(correct(name)).lines)
+    assert len(caught) >= total - 2, sorted(caught)
 
 
 @pytest.mark.parametrize("name", sorted(CHECKERS))
@@ -163,10 +493,8 @@ def test_checker_reports_exceptions_wrong_types_and_shapes(name):
 
 @pytest.mark.parametrize("name", sorted(CHECKERS))
 def test_checker_catches_in_place_modification(name):
-    correct, _, _ = CHECKERS[name]
-
     def sneaky(*args):
-        result = correct(*[a.clone() if torch.is_tensor(a) else a for a in args])
+        result = correct(name)(*[a.clone() if torch.is_tensor(a) else a for a in args])
         for a in args:
             if torch.is_tensor(a) and a.is_floating_point():
                 a.add_(1.0)
@@ -188,29 +516,38 @@ def test_checker_rejects_non_callables(name):
 
 @pytest.mark.parametrize("name", sorted(CHECKERS))
 def test_checker_leaves_the_global_rng_alone(name):
-    correct, _, _ = CHECKERS[name]
     torch.manual_seed(0)
     state = torch.random.get_rng_state()
-    getattr(checks, name)(correct)
+    getattr(checks, name)(correct(name))
     assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def _low_precision(line: str) -> bool:
+    return "float16" in line  # also matches bfloat16
 
 
 @pytest.mark.parametrize("name", sorted(CHECKERS))
 @given(error=st.floats(1e-3, 1e3) | st.floats(-1e3, -1e-3))
 @settings(max_examples=10)
 def test_checker_rejects_any_visible_error(name, error):
-    correct, _, _ = CHECKERS[name]
-    report = getattr(checks, name)(lambda *args: correct(*args) + error)
-    assert len(report.failures) == len(report.lines)
-    assert all("expected" in line and "at index" in line for line in report.lines)
+    report = getattr(checks, name)(lambda *args: correct(name)(*args) + error)
+    # float16 and bfloat16 answers are compared to a few units in their last place.
+    lines = [line for line in report.lines if abs(error) >= 0.1 or not _low_precision(line)]
+    assert lines and all(line.startswith("  FAIL  ") for line in lines)
+    assert all("expected" in line and "at index" in line for line in lines)
 
 
 @pytest.mark.parametrize("name", sorted(CHECKERS))
 @given(error=st.floats(-1e-7, 1e-7))
 @settings(max_examples=10)
 def test_checker_accepts_rounding_errors(name, error):
-    correct, _, _ = CHECKERS[name]
-    assert getattr(checks, name)(lambda *args: correct(*args).double() + error)
+    def rounded(*args):
+        out = correct(name)(*args)
+        if out.dtype in (torch.float16, torch.bfloat16):
+            return out
+        return out.double() + error
+
+    assert getattr(checks, name)(rounded)
 
 
 # ---------------------------------------------------------------- specific mistakes
@@ -218,9 +555,13 @@ def test_checker_accepts_rounding_errors(name, error):
 
 def test_check_softmax_hint_on_overflow():
     report = checks.check_softmax(softmax_overflows)
-    assert report.failures == ["very large and very small scores"]
+    assert report.failures == [
+        "very large and very small scores",
+        "rows whose scores lie 200 apart",
+    ]
     assert "the result contains NaN" in repr(report)
-    assert "hint: exp(1000) overflows" in repr(report)
+    assert "hint: exp(x) overflows" in repr(report)
+    assert 'see "Softmax without overflow" in Queries, Keys and Values' in repr(report)
 
 
 def test_check_softmax_wrong_axis():
@@ -231,13 +572,44 @@ def test_check_softmax_wrong_axis():
 
 def test_check_masked_softmax_needs_2d_lengths():
     report = checks.check_masked_softmax(masked_softmax_1d_only)
-    assert report.failures == ["2-D lengths [[1, 3], [2, 4]]"]
+    assert report.failures[0] == "2-D lengths [[1, 3], [2, 4]]"
 
 
 def test_check_masked_softmax_ignoring_lengths_only_passes_full_rows():
     report = checks.check_masked_softmax(masked_softmax_ignores_lengths)
     assert "every key valid" not in report.failures
-    assert len(report.failures) == 3
+    assert len(report.failures) == len(report.lines) - 1
+
+
+def test_check_masked_softmax_minus_1e6_fails_length_0_and_float16_only():
+    report = checks.check_masked_softmax(masked_softmax_minus_1e6)
+    text = repr(report)
+    assert "a sequence of length 0 gives a row of zeros" in report.failures
+    assert "float16 scores, lengths [2, 3]" in report.failures
+    assert "bfloat16 scores, lengths [0, 3]" in report.failures
+    assert "1-D lengths [2, 3]" not in report.failures
+    assert 'see "A sequence of length 0" in Masked Softmax and Batched Attention' in text
+    assert 'see "Half precision" in Masked Softmax and Batched Attention' in text
+
+
+def test_check_masked_softmax_minus_inf_reports_nan():
+    report = checks.check_masked_softmax(masked_softmax_minus_inf)
+    line = next(line for line in report.lines if "length 0 gives a row of zeros" in line)
+    assert "the result contains NaN" in line
+
+
+def test_check_masked_softmax_gradient_case_names_the_gradient():
+    report = checks.check_masked_softmax(masked_softmax_where_after_exp)
+    assert report.failures == ["gradients with lengths [[0, 2], [4, 1]] and masked scores of 1e30"]
+    assert "gradient: the result contains NaN" in repr(report)
+    report = checks.check_masked_softmax(masked_softmax_detached)
+    assert report.failures[-1].startswith("gradients with lengths")
+    assert "no gradient reaches the scores" in repr(report)
+
+
+def test_check_masked_softmax_float16_dtype_is_kept():
+    report = checks.check_masked_softmax(masked_softmax_upcast)
+    assert "expected dtype torch.float16 (the input's dtype), got torch.float32" in repr(report)
 
 
 def test_check_epanechnikov_unclamped_names_both_cases():
@@ -253,13 +625,13 @@ def test_check_causal_lengths_accepts_floats_of_the_right_values():
 
 def test_check_entropy_hint():
     report = checks.check_entropy(entropy_naive)
-    assert report.failures == ["one-hot rows give 0"]
+    assert report.failures == ["one-hot rows give 0", "two keys of 1/2 and two zeros give log 2"]
     assert "torch.xlogy" in repr(report)
 
 
 def test_check_scaled_dot_product_unscaled_fails_every_case():
     report = checks.check_scaled_dot_product(sdp_unscaled)
-    assert len(report.failures) == 3
+    assert len(report.failures) == len(report.lines)
 
 
 def test_checker_reports_the_index_of_the_largest_error():
@@ -278,12 +650,37 @@ def test_checker_reports_the_index_of_the_largest_error():
 @given(error=st.floats(1e-3, 10))
 def test_checker_tolerance_rejects_visible_errors(error):
     report = checks.check_normalize(lambda s: normalize_ok(s) + error)
-    assert len(report.failures) == 3
+    assert len(report.failures) == len(report.lines)
 
 
 @given(error=st.floats(0, 1e-6))
 def test_checker_tolerance_accepts_rounding(error):
     assert checks.check_normalize(lambda s: normalize_ok(s).double() + error)
+
+
+def test_run_accepts_cases_with_and_without_hints():
+    """The tuple format that later chapters' checkers build on."""
+    report = checks._run(
+        "check_demo",
+        lambda x: x * 2,
+        [
+            ("doubles", (torch.ones(2),), torch.full((2,), 2.0)),
+            ("wrong on purpose", (torch.ones(2),), torch.zeros(2), "a hint"),
+            ("plain", (torch.ones(2),), torch.zeros(2)),
+        ],
+    )
+    assert report.failures == ["wrong on purpose", "plain"]
+    assert report.lines[0] == "  ok    doubles"
+    assert report.lines[1].endswith("(hint: a hint)")
+    assert report.lines[2] == "  FAIL  plain: at index (0,) expected 0, got 2"
+
+
+def test_low_precision_answers_use_a_dtype_tolerance():
+    expected = torch.tensor([0.3333, 0.6667], dtype=torch.float16)
+    close = torch.tensor([0.3330, 0.6670], dtype=torch.float16)
+    assert checks._compare(close, expected) is None
+    assert "at index" in checks._compare(close + 0.05, expected)
+    assert "expected dtype torch.float16" in checks._compare(close.float(), expected)
 
 
 # ---------------------------------------------------------------- CheckReport
