@@ -14,7 +14,11 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from matplotlib import figure as _mpl_figure
+from matplotlib import colormaps
 from matplotlib.axes import Axes
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from . import _validate
@@ -46,6 +50,54 @@ def _to_numpy(name: str, value: object, ndim: int) -> np.ndarray:
     return array
 
 
+def _colour_range(array: np.ndarray, vmin: object, vmax: object) -> tuple[float, float]:
+    """The ends of a shared colour scale: from 0 (or below, for negative data) to the top."""
+    low = min(0.0, float(array.min())) if vmin is None else _validate.real_number("vmin", vmin)
+    high = float(array.max()) if vmax is None else _validate.real_number("vmax", vmax)
+    if low > high:
+        raise ValueError(f"vmin must not exceed vmax, got vmin={low} and vmax={high}")
+    return (low, high) if high > low else (low, low + 1.0)
+
+
+def _masked_cells(mask: object, shape: tuple[int, ...]) -> np.ndarray | None:
+    """``mask`` as a boolean array of ``shape`` (True = masked), or None for no mask."""
+    if mask is None:
+        return None
+    if isinstance(mask, torch.Tensor):
+        mask = mask.detach().cpu().numpy()
+    hidden = np.asarray(mask)
+    if hidden.dtype != bool:
+        raise TypeError(f"mask must be a boolean array (True = masked), got dtype {hidden.dtype}")
+    try:
+        return np.broadcast_to(hidden, shape)
+    except ValueError as err:
+        raise ValueError(
+            f"mask must broadcast to the matrices' shape {shape}, got shape {hidden.shape}"
+        ) from err
+
+
+def _hatch(ax: Axes, hidden: np.ndarray) -> None:
+    """Cover each row's runs of masked cells with one hatched, unfilled rectangle."""
+    for row, cells in enumerate(hidden):
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], cells.astype(int), [0]))))
+        for first, stop in zip(edges[::2], edges[1::2]):
+            ax.add_patch(
+                Rectangle(
+                    (first - 0.5, row - 0.5),
+                    stop - first,
+                    1.0,
+                    fill=False,
+                    hatch=_HATCH,
+                    edgecolor=_HATCH_COLOUR,
+                    linewidth=0.0,
+                )
+            )
+
+
+_HATCH = "////"
+_HATCH_COLOUR = "0.45"
+
+
 def show_heatmaps(
     matrices: torch.Tensor | np.ndarray,
     xlabel: str,
@@ -55,51 +107,79 @@ def show_heatmaps(
     cmap: str = "Reds",
     vmin: float | None = None,
     vmax: float | None = None,
+    *,
+    mask: torch.Tensor | np.ndarray | None = None,
+    colorbar_label: str = "attention weight",
 ) -> Figure:
-    """Draw a grid of attention-weight heatmaps with one shared colour scale.
+    """Draw a grid of (queries, keys) heatmaps that share one labelled colour scale.
 
     Args:
         matrices: (panel rows, panel columns, queries, keys) weights.
-        xlabel, ylabel: axis labels (shown on the bottom row / first column).
+        xlabel, ylabel: axis labels, written once along the bottom row and the
+            first column.
         titles: one title per panel column, or None.
         figsize: size of one panel in inches; the figure grows with the grid.
         cmap: a matplotlib colour map name.
-        vmin, vmax: ends of the shared colour scale (default: the smallest and
-            largest entries), e.g. 0 and 1 to compare with other figures.
+        vmin, vmax: ends of the shared colour scale. By default it runs from 0
+            (or from the smallest entry, if some entry is negative) to the
+            largest entry, so that pale always means "near 0".
+        mask: None, or a boolean array that broadcasts to the shape of
+            ``matrices``, True where a cell is masked. Masked cells are left
+            uncoloured and hatched, so "masked" is told apart from "small";
+            a legend entry says what the hatching means.
+        colorbar_label: the label of the colour bar.
 
     Returns:
-        The new Figure, with a colour bar.
+        The new Figure; its last Axes is the colour bar.
     """
-    array = _to_numpy("matrices", matrices, 4)
-    if array.size == 0:
-        raise ValueError(f"matrices must not be empty, got shape {array.shape}")
-    nrows, ncols = array.shape[:2]
-    if titles is not None and len(titles) != ncols:
+    values = _to_numpy("matrices", matrices, 4)
+    if values.size == 0:
+        raise ValueError(f"matrices must not be empty, got shape {values.shape}")
+    grid_rows, grid_cols = values.shape[:2]
+    if titles is not None and len(titles) != grid_cols:
         raise ValueError(
-            f"titles must have one entry per panel column ({ncols}), got {len(titles)}"
+            f"titles must have one entry per panel column ({grid_cols}), got {len(titles)}"
         )
-    fig = Figure(figsize=(figsize[0] * ncols + 0.8, figsize[1] * nrows), layout="constrained")
-    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
-    vmin = float(array.min()) if vmin is None else _validate.real_number("vmin", vmin)
-    vmax = float(array.max()) if vmax is None else _validate.real_number("vmax", vmax)
-    if vmin > vmax:
-        raise ValueError(f"vmin must not exceed vmax, got vmin={vmin} and vmax={vmax}")
-    if vmin == vmax:
-        vmax = vmin + 1.0
-    for i in range(nrows):
-        for j in range(ncols):
-            ax = axes[i, j]
-            image = ax.imshow(array[i, j], cmap=cmap, vmin=vmin, vmax=vmax)
-            # Rows and columns are queries and keys: label whole indices only.
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-            if i == nrows - 1:
-                ax.set_xlabel(xlabel)
-            if j == 0:
-                ax.set_ylabel(ylabel)
-            if titles is not None and i == 0:
-                ax.set_title(titles[j])
-    fig.colorbar(image, ax=axes, shrink=0.6)
+    hidden = _masked_cells(mask, values.shape)
+    low, high = _colour_range(values, vmin, vmax)
+    scale = ScalarMappable(Normalize(low, high), colormaps[cmap].with_extremes(bad="white"))
+
+    width, height = figsize
+    fig = Figure(figsize=(width * grid_cols + 0.8, height * grid_rows), layout="constrained")
+    layout = fig.add_gridspec(grid_rows, grid_cols)
+    panels: list[Axes] = []
+    for index in np.ndindex(grid_rows, grid_cols):
+        first = panels[0] if panels else None
+        ax = fig.add_subplot(layout[index], sharex=first, sharey=first)
+        shown = values[index]
+        if hidden is not None:
+            shown = np.ma.masked_array(shown, mask=hidden[index])
+            _hatch(ax, hidden[index])
+        ax.imshow(shown, cmap=scale.get_cmap(), norm=scale.norm, interpolation="nearest")
+        row, column = index
+        if titles is not None and row == 0:
+            ax.set_title(titles[column])
+        panels.append(ax)
+    for ax in panels:
+        # Queries and keys are counted in whole steps from 0.
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.label_outer()
+    bar = fig.colorbar(scale, ax=panels, shrink=0.6)
+    bar.set_label(colorbar_label)
+    if hidden is not None and hidden.any():
+        key = Patch(facecolor="white", edgecolor=_HATCH_COLOUR, hatch=_HATCH, label="masked")
+        bar.ax.legend(
+            handles=[key],
+            loc="upper left",
+            bbox_to_anchor=(0.0, -0.04),
+            frameon=False,
+            handlelength=1.4,
+            borderaxespad=0.0,
+            fontsize="small",
+        )
     return fig
 
 

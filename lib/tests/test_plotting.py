@@ -58,8 +58,8 @@ def test_show_heatmaps_draws_every_panel_on_one_scale(rows, cols, queries, keys,
     assert isinstance(fig, Figure)
     images = images_of(fig)
     assert len(images) == rows * cols
-    lo, hi = float(matrices.min()), float(matrices.max())
-    if lo == hi:  # a constant input still gets a nonempty colour range
+    lo, hi = 0.0, float(matrices.max())  # the colour scale starts at 0
+    if lo == hi:  # an all-zero input still gets a nonempty colour range
         hi = lo + 1.0
     for image in images:
         assert image.get_clim() == pytest.approx((lo, hi))
@@ -93,9 +93,81 @@ def test_show_heatmaps_layout_labels_and_titles():
 def test_show_heatmaps_constant_input_and_cmap():
     fig = show_heatmaps(np.full((1, 2, 3, 3), 0.5), "k", "q", cmap="viridis")
     for image in images_of(fig):
-        lo, hi = image.get_clim()
-        assert lo == 0.5 and hi > lo
-        assert image.get_cmap().name == "viridis"
+        assert image.get_clim() == (0.0, 0.5)
+        assert image.get_cmap().name.startswith("viridis")
+    fig = show_heatmaps(np.zeros((1, 1, 2, 2)), "k", "q")
+    assert images_of(fig)[0].get_clim() == (0.0, 1.0)
+
+
+def test_show_heatmaps_colour_scale_starts_at_0_unless_data_are_negative():
+    weights = torch.tensor([[[[0.2, 0.3], [0.4, 0.1]]]])
+    (image,) = images_of(show_heatmaps(weights, "k", "q"))
+    assert image.get_clim() == pytest.approx((0.0, 0.4))
+    (image,) = images_of(show_heatmaps(weights - 1.0, "k", "q"))
+    assert image.get_clim() == pytest.approx((-0.9, -0.6))
+    (image,) = images_of(show_heatmaps(weights * 10 - 2, "k", "q"))
+    assert image.get_clim() == pytest.approx((-1.0, 2.0))
+    (image,) = images_of(show_heatmaps(weights, "k", "q", vmin=0.1))
+    assert image.get_clim() == pytest.approx((0.1, 0.4))
+
+
+def test_show_heatmaps_labels_its_colour_bar():
+    fig = show_heatmaps(torch.rand(1, 2, 3, 3), "k", "q")
+    (bar,) = colorbars_of(fig)
+    assert bar is fig.axes[-1]  # chapters rely on the colour bar coming last
+    assert bar.get_ylabel() == "attention weight"
+    fig = show_heatmaps(torch.rand(1, 1, 3, 3), "k", "q", colorbar_label="score")
+    assert colorbars_of(fig)[0].get_ylabel() == "score"
+
+
+def hatched(ax):
+    """(x, y, width) of every hatched rectangle, in cell units."""
+    return sorted(
+        (round(p.get_x() + 0.5), round(p.get_y() + 0.5), round(p.get_width()))
+        for p in ax.patches
+        if p.get_hatch()
+    )
+
+
+def test_show_heatmaps_hatches_masked_cells():
+    weights = torch.rand(1, 2, 3, 4)
+    lengths = torch.tensor([[1, 4, 2], [0, 3, 4]])  # (panels, queries)
+    mask = torch.arange(4) >= lengths[..., None]  # (panels, queries, keys)
+    before = clones(weights, mask)
+    fig = show_heatmaps(weights, "k", "q", mask=mask[None])
+    left, right = [ax for ax in fig.axes if ax.images]
+    # One rectangle per row's run of masked keys, none for a full row.
+    assert hatched(left) == [(1, 0, 3), (2, 2, 2)]
+    assert hatched(right) == [(0, 0, 4), (3, 1, 1)]
+    for ax, panel_mask in zip((left, right), mask):
+        shown = ax.images[0].get_array()
+        assert np.array_equal(np.ma.getmaskarray(shown), panel_mask.numpy())
+    legend = fig.axes[-1].get_legend()
+    assert [text.get_text() for text in legend.get_texts()] == ["masked"]
+    assert_unchanged(before, [weights, mask])
+
+
+def test_show_heatmaps_mask_broadcasts_and_can_be_empty():
+    keys_mask = np.array([False, False, True])  # the last key, in every panel and row
+    fig = show_heatmaps(torch.rand(2, 2, 2, 3), "k", "q", mask=keys_mask)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert all(hatched(ax) == [(2, 0, 1), (2, 1, 1)] for ax in panels)
+    fig = show_heatmaps(torch.rand(1, 1, 2, 3), "k", "q", mask=np.zeros(3, bool))
+    assert hatched(fig.axes[0]) == [] and fig.axes[-1].get_legend() is None
+    fig = show_heatmaps(torch.rand(1, 1, 2, 3), "k", "q")
+    assert hatched(fig.axes[0]) == [] and fig.axes[-1].get_legend() is None
+
+
+@pytest.mark.parametrize(
+    ("mask", "error", "pattern"),
+    [
+        (np.zeros((2, 2)), TypeError, r"mask must be a boolean array.*float64"),
+        (np.zeros(5, bool), ValueError, r"mask must broadcast to .*\(1, 1, 2, 3\).*\(5,\)"),
+    ],
+)
+def test_show_heatmaps_bad_mask(mask, error, pattern):
+    with pytest.raises(error, match=pattern):
+        show_heatmaps(torch.rand(1, 1, 2, 3), "k", "q", mask=mask)
 
 
 def test_show_heatmaps_explicit_colour_scale():
@@ -140,14 +212,14 @@ def test_show_heatmaps_accepts_tensors_arrays_lists(matrices):
     images = images_of(fig)
     assert len(images) == array.shape[0] * array.shape[1]
     for image in images:
-        assert image.get_clim() == pytest.approx((array.min(), array.max()), rel=1e-6)
+        assert image.get_clim() == pytest.approx((0.0, array.max()), rel=1e-6)
 
 
 def test_show_heatmaps_device_tensor(device):
     matrices = torch.rand(1, 2, 3, 3, device=device)
     fig = show_heatmaps(matrices, "k", "q")
     for image in images_of(fig):
-        assert image.get_clim() == pytest.approx((matrices.min().item(), matrices.max().item()))
+        assert image.get_clim() == pytest.approx((0.0, matrices.max().item()))
 
 
 @pytest.mark.parametrize(
