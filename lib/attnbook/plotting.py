@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from matplotlib import figure as _mpl_figure
 from matplotlib import colormaps
+from matplotlib import figure as _mpl_figure
 from matplotlib.axes import Axes
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
