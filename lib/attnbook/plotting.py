@@ -109,7 +109,7 @@ def show_heatmaps(
     vmax: float | None = None,
     *,
     mask: torch.Tensor | np.ndarray | None = None,
-    colorbar_label: str = "attention weight",
+    colorbar_label: str = "weight",
 ) -> Figure:
     """Draw a grid of (queries, keys) heatmaps that share one labelled colour scale.
 
@@ -162,12 +162,13 @@ def show_heatmaps(
         panels.append(ax)
     for ax in panels:
         # Queries and keys are counted in whole steps from 0.
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.label_outer()
-    bar = fig.colorbar(scale, ax=panels, shrink=0.6)
+    # A short grid gets a longer bar, so that its label fits beside it.
+    bar = fig.colorbar(scale, ax=panels, shrink=0.6 if height * grid_rows >= 3 else 0.9)
     bar.set_label(colorbar_label)
     if hidden is not None and hidden.any():
         key = Patch(facecolor="white", edgecolor=_HATCH_COLOUR, hatch=_HATCH, label="masked")
