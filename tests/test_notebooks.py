@@ -198,3 +198,36 @@ def test_prose_chapter_structure():
     assert len(re.findall(r"\w+", text)) >= 1200
     for figure in re.findall(r"```\{figure\}[^`]*```", text):
         assert ":alt:" in figure and ":name:" in figure
+
+
+def _raises(*args):
+    raise ZeroDivisionError("always fails")
+
+
+def test_checker_hints_name_sections_that_exist():
+    """Every hint of every checker ends with see "<section>" in <chapter>; the
+    chapter must be a notebook's title and the section one of its headings."""
+    from attnbook import checks
+
+    headings = {}  # chapter title -> its section headings
+    for path in NOTEBOOKS:
+        lines = [
+            line.lstrip("#").strip()
+            for cell in read_notebook(path).cells
+            if cell.cell_type == "markdown"
+            for line in cell.source.splitlines()
+            if line.startswith("#")
+        ]
+        headings[lines[0]] = set(lines[1:])
+    checkers = [getattr(checks, name) for name in dir(checks) if name.startswith("check_")]
+    assert len(checkers) >= 8
+    for checker in checkers:
+        for line in checker(_raises).lines:
+            pointers = re.findall(r'see "([^"]+)" in ([^;)]+)', line)
+            assert pointers, f"{checker.__name__}: no pointer to a section in {line!r}"
+            for section, chapter in pointers:
+                titles = [title for title in headings if title.startswith(chapter)]
+                assert titles, f"{checker.__name__}: no chapter titled {chapter!r}"
+                assert section in headings[titles[0]], (
+                    f"{checker.__name__}: {titles[0]!r} has no section {section!r}"
+                )

@@ -198,8 +198,20 @@ def check_softmax(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
             "each row sums to 1 over the last axis, dim=-1; "
             + _see("From scores to weights", _QKV),
         ),
-        ("one row of equal scores", (torch.zeros(1, 4),), torch.full((1, 4), 0.25)),
-        ("a single column", (torch.randn(3, 1, generator=g),), torch.ones(3, 1)),
+        (
+            "one row of equal scores",
+            (torch.zeros(1, 4),),
+            torch.full((1, 4), 0.25),
+            "equal scores share the weight equally, 1/4 each here; "
+            + _see("From scores to weights", _QKV),
+        ),
+        (
+            "a single column",
+            (torch.randn(3, 1, generator=g),),
+            torch.ones(3, 1),
+            "a row with a single score gives it weight 1, whatever the score; "
+            + _see("From scores to weights", _QKV),
+        ),
         (
             "very large and very small scores",
             (large,),

@@ -492,6 +492,23 @@ def test_checker_reports_exceptions_wrong_types_and_shapes(name):
 
 
 @pytest.mark.parametrize("name", sorted(CHECKERS))
+def test_every_case_points_to_the_section_that_explains_it(name):
+    def raises(*args):
+        raise ZeroDivisionError("oops")
+
+    report = getattr(checks, name)(raises)
+    chapters = (
+        "Queries, Keys and Values",
+        "Attention Pooling by Similarity",
+        "Masked Softmax and Batched Attention",
+        "Attention Scoring Functions",
+    )
+    for line in report.lines:
+        assert "(hint: " in line and 'see "' in line, line
+        assert line.rstrip(")").endswith(chapters), line
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
 def test_checker_catches_in_place_modification(name):
     def sneaky(*args):
         result = correct(name)(*[a.clone() if torch.is_tensor(a) else a for a in args])
