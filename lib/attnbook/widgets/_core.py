@@ -249,8 +249,13 @@ class Explorer:
             setattr(self, control.attr, control.widget)
         self.slider = controls[0].widget
         self.image = ipywidgets.Image(value=self._frame_of(self._state()), format="png")
-        self.image.layout.width = "auto"  # natural pixel size, never stretched to the cell
+        # Natural pixel size: a flex column would otherwise stretch the picture
+        # to the cell's width (JupyterLab), which blurs it.
+        width, height = renderer.canvas.get_width_height()
+        self.image.layout.width = f"{width}px"
+        self.image.layout.height = f"{height}px"
         self.image.layout.max_width = "none"
+        self.image.layout.align_self = "flex-start"
         for widget in self.controls:
             widget.observe(self._on_change, names="value")
         self._box: ipywidgets.VBox | None = None
@@ -372,17 +377,25 @@ class Explorer:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._summary(self._state())}, {len(self.states)} stops)"
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Static HTML for the book build; else the live widget plus a PNG fallback.
+
+        Front ends that can show the widget do; GitHub, nbviewer and Colab before
+        running show the ``image/png`` of the current frame, at its pixel size.
+        """
         if static_mode():
             return {"text/plain": repr(self), "text/html": self.to_html()}
-        return {
+        width, height = self._renderer.canvas.get_width_height()
+        data = {
             "text/plain": repr(self),
+            "image/png": base64.b64encode(self.image.value).decode("ascii"),
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2,
                 "version_minor": 0,
                 "model_id": self.widget.model_id,
             },
         }
+        return data, {"image/png": {"width": width, "height": height}}
 
 
 def _control_html(control: Control, index: int) -> str:

@@ -35,7 +35,7 @@ class _ValidLengthRenderer(Renderer):
     @staticmethod
     def _hatch(ax, length: int, keys: int, bottom: float, height: float) -> Rectangle:
         patch = Rectangle(
-            (length + 0.5, bottom),
+            (length - 0.5, bottom),
             keys - length,
             height,
             facecolor="0.93",
@@ -51,7 +51,7 @@ class _ValidLengthRenderer(Renderer):
         weights = self._weights[length].numpy()
         ax_map, ax_lines = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.1, 1]})
         fig.subplots_adjust(left=0.08, right=0.98, bottom=0.17, top=0.8, wspace=0.38)
-        positions = np.arange(1, keys + 1)
+        positions = np.arange(keys)  # keys counted from 0
         image = ax_map.imshow(
             weights,
             cmap="Reds",
@@ -59,21 +59,21 @@ class _ValidLengthRenderer(Renderer):
             vmax=1.0,
             aspect="auto",
             interpolation="nearest",
-            extent=(0.5, keys + 0.5, queries + 0.5, 0.5),
+            extent=(-0.5, keys - 0.5, queries - 0.5, -0.5),
         )
         bar = fig.colorbar(image, ax=ax_map, fraction=0.05, pad=0.03)
         bar.set_label("weight", fontsize="small")
         ax_map.set_xticks(positions)
-        ax_map.set_yticks(range(1, queries + 1), [f"q{i}" for i in range(1, queries + 1)])
+        ax_map.set_yticks(range(queries), [f"q{i}" for i in range(queries)])
         ax_map.set_xlabel("keys (position in the sequence)")
         ax_map.set_ylabel("queries")
         ax_map.set_title("masked softmax weights", fontsize="medium")
-        map_mask = self._hatch(ax_map, length, keys, 0.5, queries)
+        map_mask = self._hatch(ax_map, length, keys, -0.5, queries)
         lines = [
-            ax_lines.plot(positions, row, "o-", markersize=4, linewidth=1.5, label=f"q{i + 1}")[0]
+            ax_lines.plot(positions, row, "o-", markersize=4, linewidth=1.5, label=f"q{i}")[0]
             for i, row in enumerate(weights)
         ]
-        ax_lines.set_xlim(0.5, keys + 0.5)
+        ax_lines.set_xlim(-0.5, keys - 0.5)
         ax_lines.set_ylim(-0.02, 1.02)
         ax_lines.set_xticks(positions)
         ax_lines.set_xlabel("keys (position in the sequence)")
@@ -93,7 +93,8 @@ class _ValidLengthRenderer(Renderer):
         keys = self.scores.shape[1]
         if length == keys:
             return f"valid length {length}: all {keys} keys share the weight"
-        return f"valid length {length}: keys 1-{length} share the weight, {keys - length} masked"
+        shared = "key 0 takes all" if length == 1 else f"keys 0-{length - 1} share"
+        return f"valid length {length}: {shared} the weight, {keys - length} masked"
 
     def _update(self, length: int) -> None:
         image, map_mask, line_mask, *lines, title = self._dynamic
@@ -101,7 +102,7 @@ class _ValidLengthRenderer(Renderer):
         weights = self._weights[length].numpy()
         image.set_data(weights)
         for patch in (map_mask, line_mask):
-            patch.set_x(length + 0.5)
+            patch.set_x(length - 0.5)
             patch.set_width(keys - length)
         for line, row in zip(lines, weights):
             line.set_ydata(row)
@@ -111,15 +112,17 @@ class _ValidLengthRenderer(Renderer):
         queries, keys = self.scores.shape
         weights = self._weights[length]
         top = float(weights.max(dim=1).values.mean())
-        masked = (
-            f"keys {length + 1} to {keys} are hatched and get weight 0"
-            if length < keys
-            else "no key is masked"
-        )
+        shared = "Key 0 takes all of" if length == 1 else f"Keys 0 to {length - 1} share"
+        if length == keys:
+            masked = "no key is masked"
+        elif length == keys - 1:
+            masked = f"key {length} is hatched and gets weight 0"
+        else:
+            masked = f"keys {length} to {keys - 1} are hatched and get weight 0"
         return (
             f"Valid length {length}. Left: heatmap of masked softmax weights for {queries} "
             f"queries over {keys} keys; right: the same weights as one line per query. "
-            f"Keys 1 to {length} share each row's weight, and {masked}. "
+            f"{shared} each row's weight, and {masked}. "
             f"The largest weight in a row is {top:.2f} on average."
         )
 
