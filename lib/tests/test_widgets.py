@@ -20,11 +20,18 @@ from attnbook.masking import masked_softmax
 from attnbook.pooling import nadaraya_watson
 
 
-@pytest.fixture(scope="module", params=["kernel_width", "valid_length"])
+EXPLORERS = {
+    "kernel_width": widgets.kernel_width_explorer,
+    "kernel_and_width": lambda: widgets.kernel_width_explorer(kernels="all"),
+    "valid_length": widgets.valid_length_explorer,
+    "query_position": widgets.query_position_explorer,
+    "dimension": widgets.dimension_explorer,
+}
+
+
+@pytest.fixture(scope="module", params=list(EXPLORERS))
 def explorer(request):
-    if request.param == "kernel_width":
-        return widgets.kernel_width_explorer()
-    return widgets.valid_length_explorer()
+    return EXPLORERS[request.param]()
 
 
 def decode(png: bytes) -> np.ndarray:
@@ -125,10 +132,10 @@ def test_html_fragment_is_self_contained(explorer):
     assert "//" not in outside_images
     assert re.search(r"\bsrc=\"(?!data:)", fragment) is None
     images = re.findall(r"<img [^>]*>", fragment)
-    assert len(images) == len(explorer.stops)
+    assert len(images) == len(explorer.states)
     visible = [img for img in images if " hidden" not in img]
     assert len(visible) == 1  # the default frame shows without JavaScript
-    default = explorer.stops.index(explorer.slider.value)
+    default = explorer.states.index(explorer._state())
     assert " hidden" not in images[default]
     assert all(re.search(r'alt="[^"]{40,}"', img) for img in images)
     assert f'max="{len(explorer.stops) - 1}"' in fragment
@@ -139,7 +146,9 @@ def test_html_fragment_is_self_contained(explorer):
 def test_html_fragment_frames_are_the_renderer_frames(explorer):
     fragment = explorer.to_html()
     payloads = re.findall(r'src="data:image/png;base64,([^"]+)"', fragment)
-    assert [base64.b64decode(p) for p in payloads] == [explorer.frame(s) for s in explorer.stops]
+    assert [base64.b64decode(p) for p in payloads] == [
+        explorer._frame_of(state) for state in explorer.states
+    ]
 
 
 def test_fragment_size_budget(explorer):
