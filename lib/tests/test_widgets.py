@@ -19,7 +19,6 @@ from attnbook.data import make_regression_data
 from attnbook.masking import masked_softmax
 from attnbook.pooling import nadaraya_watson
 
-
 EXPLORERS = {
     "kernel_width": widgets.kernel_width_explorer,
     "kernel_and_width": lambda: widgets.kernel_width_explorer(kernels="all"),
