@@ -55,12 +55,15 @@ PAGES = {
 }
 
 
-def live_redraw(explorer) -> list[float]:
-    """Seconds from a slider change to new PNG bytes in ``explorer.image.value``.
+def redraw_times(explorer) -> tuple[list[float], list[float]]:
+    """Seconds per redraw, live and naive, interleaved stop by stop.
 
-    With a second control, the slider sweeps its stops once per menu option.
+    live: from a slider change to new PNG bytes in ``explorer.image.value``;
+    naive: a new figure and a full render of the same picture. Taking one of
+    each in turn keeps both under the same machine load. With a second
+    control, the slider sweeps its stops once per menu option.
     """
-    samples = []
+    live, naive = [], []
     others = [None] if len(explorer.controls) == 1 else explorer._controls[1].stops
     for _ in range(ROUNDS):
         for other in others:
@@ -72,18 +75,11 @@ def live_redraw(explorer) -> list[float]:
                 start = time.perf_counter()
                 explorer.slider.value = stop
                 assert explorer.image.value  # the observer has set the new bytes
-                samples.append(time.perf_counter() - start)
-    return samples
-
-
-def naive_redraw(explorer) -> list[float]:
-    samples = []
-    for state in explorer.states:
-        value, other = state if isinstance(state, tuple) else (state, None)
-        start = time.perf_counter()
-        explorer.naive_frame(value, other)
-        samples.append(time.perf_counter() - start)
-    return samples
+                live.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                explorer.naive_frame(stop, other)
+                naive.append(time.perf_counter() - start)
+    return live, naive
 
 
 def full_frame_bytes(explorer) -> int:
@@ -149,8 +145,8 @@ def main() -> int:
     for name, make in EXPLORERS.items():
         explorer = make()
         explorer.frame(explorer.stops[0])  # warm caches (fonts, text layout)
-        naive = median_ms(naive_redraw(explorer))
-        live = median_ms(live_redraw(explorer))
+        live_samples, naive_samples = redraw_times(explorer)
+        live, naive = median_ms(live_samples), median_ms(naive_samples)
         ratio = naive / live
         size = len(explorer.to_html().encode())
         states = len(explorer.states)
