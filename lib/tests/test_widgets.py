@@ -292,7 +292,7 @@ def test_valid_length_counts_keys_and_queries_from_0():
     explorer = widgets.valid_length_explorer()
     renderer = explorer._renderer
     explorer.frame(6)
-    assert renderer._dynamic[-1].get_text() == "valid length 6: keys 0-5 share the weight, 4 masked"
+    assert renderer._dynamic[-1].get_text() == "6: keys 0-5 share the weight"
     assert [line.get_label() for line in renderer._dynamic[3:-1]] == ["q0", "q1", "q2", "q3"]
     assert "Keys 0 to 5 share" in explorer.alt_text(6)
     assert "keys 6 to 9 are hatched" in explorer.alt_text(6)
