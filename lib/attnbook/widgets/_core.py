@@ -36,6 +36,10 @@ How to write a new explorer module
    * ``alt_text(state) -> str``: a sentence of at least 40 characters,
      computed from the data, describing what the picture shows at ``state``.
 
+   Keep the changing artists few and cheap to draw: text is the costliest
+   (matplotlib rasterises every glyph each time), so keep the changing part of
+   a title short beside a static part, and draw bars as one collection with
+   :func:`bars` / :func:`set_bar_heights` rather than ``ax.bar``.
    Compute every state's numbers up front in ``__init__`` (before calling
    ``super().__init__(first_state)``), so the colour scales can be fixed over
    all states and a redraw does no tensor work.
