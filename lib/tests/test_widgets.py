@@ -4,7 +4,10 @@
 ipywidgets 7.7.1 (.venv-colab, the Colab-like environment).
 """
 
+import base64
+import html
 import io
+import json
 import re
 
 import ipywidgets
@@ -18,12 +21,18 @@ from attnbook.data import make_regression_data
 from attnbook.masking import masked_softmax
 from attnbook.pooling import nadaraya_watson
 
+EXPLORERS = {
+    "kernel_width": widgets.kernel_width_explorer,
+    "kernel_and_width": lambda: widgets.kernel_width_explorer(kernels="all"),
+    "valid_length": widgets.valid_length_explorer,
+    "query_position": widgets.query_position_explorer,
+    "dimension": widgets.dimension_explorer,
+}
 
-@pytest.fixture(scope="module", params=["kernel_width", "valid_length"])
+
+@pytest.fixture(scope="module", params=list(EXPLORERS))
 def explorer(request):
-    if request.param == "kernel_width":
-        return widgets.kernel_width_explorer()
-    return widgets.valid_length_explorer()
+    return EXPLORERS[request.param]()
 
 
 def decode(png: bytes) -> np.ndarray:
@@ -101,7 +110,7 @@ def test_valid_length_frames_follow_masked_softmax():
         expected = masked_softmax(scores.unsqueeze(0), torch.tensor([length]))[0]
         np.testing.assert_allclose(image.get_array(), expected.numpy(), rtol=1e-6)
         mask = renderer._dynamic[1]
-        assert mask.get_x() == length + 0.5
+        assert mask.get_x() == length - 0.5
         assert mask.get_width() == 10 - length
 
 
@@ -117,30 +126,79 @@ def test_default_slider_ranges():
     assert (length.slider.min, length.slider.max) == (1, 10)
 
 
+DATA_URL = r"data:image/(?:png|webp);base64,[A-Za-z0-9+/=]+"
+
+
+def fragment_pictures(fragment: str) -> tuple[np.ndarray, list]:
+    """The base frame and the layers ((height, width, 4) RGBA, left, top) of a fragment."""
+    base_url = re.search(
+        r'<img class="attnbook-base" src="data:image/png;base64,([^"]+)"', fragment
+    )
+    base = decode(base64.b64decode(base_url.group(1)))
+    layers = []
+    for payload, left, top in re.findall(
+        r'<img src="data:image/webp;base64,([^"]+)" alt="" aria-hidden="true" hidden '
+        r'style="position:absolute;left:(\d+)px;top:(\d+)px',
+        fragment,
+    ):
+        picture = Image.open(io.BytesIO(base64.b64decode(payload))).convert("RGBA")
+        layers.append((np.asarray(picture, dtype=np.int16), int(left), int(top)))
+    return base, layers
+
+
 def test_html_fragment_is_self_contained(explorer):
     fragment = explorer.to_html()
-    outside_images = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "DATA", fragment)
+    outside_images = re.sub(DATA_URL, "DATA", fragment)
     assert "http" not in outside_images
     assert "//" not in outside_images
     assert re.search(r"\bsrc=\"(?!data:)", fragment) is None
+    # The reading contract: one root, native controls with outputs, one view.
+    assert fragment.startswith('<div class="attnbook-explorer"')
+    assert fragment.count('class="attnbook-view"') == 1
+    assert fragment.count('type="range"') == 1
+    assert fragment.count("<select") == len(explorer.controls) - 1
+    assert fragment.count("<output>") == len(explorer.controls)
+    assert f'max="{len(explorer.stops) - 1}"' in fragment
+    assert fragment.count("<script>") == 1
+    assert "max-width:100%" not in fragment  # natural size; the view scrolls sideways
     images = re.findall(r"<img [^>]*>", fragment)
-    assert len(images) == len(explorer.stops)
     visible = [img for img in images if " hidden" not in img]
     assert len(visible) == 1  # the default frame shows without JavaScript
-    default = explorer.stops.index(explorer.slider.value)
-    assert " hidden" not in images[default]
-    assert all(re.search(r'alt="[^"]{40,}"', img) for img in images)
-    assert f'max="{len(explorer.stops) - 1}"' in fragment
-    assert 'type="range"' in fragment
-    assert fragment.count("<script>") == 1
+    default = explorer.states.index(explorer._state())
+    assert html.escape(explorer._renderer.alt_text(explorer.states[default])) in visible[0]
+    assert re.search(r'alt="[^"]{40,}"', visible[0])
+    assert 1 <= len(images) <= len(explorer.states)
+    alts = json.loads(re.search(r"alts=(\[.*?\]);", fragment).group(1))
+    assert alts == [explorer._renderer.alt_text(state) for state in explorer.states]
 
 
-def test_html_fragment_frames_are_the_renderer_frames(explorer):
-    import base64
-
+def test_html_fragment_layers_rebuild_every_frame(explorer):
+    # Base plus a state's layer must give that state's frame (up to the palette).
     fragment = explorer.to_html()
-    payloads = re.findall(r'src="data:image/png;base64,([^"]+)"', fragment)
-    assert [base64.b64decode(p) for p in payloads] == [explorer.frame(s) for s in explorer.stops]
+    base, layers = fragment_pictures(fragment)
+    layer_of = json.loads(re.search(r"layerOf=(\[.*?\])", fragment).group(1))
+    assert len(layer_of) == len(explorer.states)
+    assert sorted(j for j in layer_of if j >= 0) == list(range(len(layers)))
+    for state, j in zip(explorer.states, layer_of):
+        picture = base.copy()
+        if j >= 0:
+            rgba, left, top = layers[j]
+            height, width = rgba.shape[:2]
+            region = picture[top : top + height, left : left + width]
+            opaque = rgba[..., 3] > 0
+            region[opaque] = rgba[..., :3][opaque]
+        frame = explorer._renderer.rgb(state).astype(np.int16)
+        far = np.abs(picture - frame).max(axis=2) > 48
+        assert far.mean() < 0.002, f"state {state}"
+
+
+def test_html_fragment_spends_bytes_only_on_what_changes(explorer):
+    # Each layer is much smaller than a full frame would be.
+    fragment = explorer.to_html()
+    base, layers = fragment_pictures(fragment)
+    full = base.shape[0] * base.shape[1]
+    for rgba, _, _ in layers:
+        assert (rgba[..., 3] > 0).sum() < 0.6 * full
 
 
 def test_fragment_size_budget(explorer):
@@ -149,7 +207,11 @@ def test_fragment_size_budget(explorer):
 
 def test_mime_bundle_live_and_static(explorer, monkeypatch):
     monkeypatch.delenv(widgets.STATIC_ENV, raising=False)
-    live = explorer._repr_mimebundle_()
+    live, metadata = explorer._repr_mimebundle_()
+    # The PNG fallback (GitHub, nbviewer, Colab before running) is the current frame.
+    assert base64.b64decode(live["image/png"]) == explorer.image.value
+    height, width = decode(explorer.image.value).shape[:2]
+    assert metadata["image/png"] == {"width": width, "height": height}
     view = live["application/vnd.jupyter.widget-view+json"]
     assert view["model_id"] == explorer.widget.model_id
     assert "text/html" not in live
@@ -214,3 +276,110 @@ def test_valid_length_explorer_bad_input(kwargs, error, match):
 def test_frame_rejects_values_off_the_slider(explorer):
     with pytest.raises(ValueError, match="stops"):
         explorer.frame(123.456)
+
+
+def test_live_image_keeps_its_natural_pixel_size(explorer):
+    # JupyterLab stretches an image in a flex column to the cell's width unless
+    # told otherwise; a stretched frame looks soft.
+    height, width = decode(explorer.image.value).shape[:2]
+    layout = explorer.image.layout
+    assert (layout.width, layout.height) == (f"{width}px", f"{height}px")
+    assert layout.align_self == "flex-start"
+    assert layout.max_width == "none"
+
+
+def test_valid_length_counts_keys_and_queries_from_0():
+    explorer = widgets.valid_length_explorer()
+    renderer = explorer._renderer
+    explorer.frame(6)
+    assert renderer._dynamic[-1].get_text() == "6: keys 0-5 share the weight"
+    assert [line.get_label() for line in renderer._dynamic[3:-1]] == ["q0", "q1", "q2", "q3"]
+    assert "Keys 0 to 5 share" in explorer.alt_text(6)
+    assert "keys 6 to 9 are hatched" in explorer.alt_text(6)
+    assert "key 9 is hatched" in explorer.alt_text(9)
+    assert "Key 0 takes all" in explorer.alt_text(1)
+
+
+def test_two_controls_kernel_menu_beside_the_width_slider():
+    explorer = widgets.kernel_width_explorer(kernels="all")
+    assert isinstance(explorer.menu, ipywidgets.Dropdown)
+    assert explorer.controls == [explorer.slider, explorer.menu]
+    assert explorer.states[:2] == [(0.05, "gaussian"), (0.05, "boxcar")]
+    assert len(explorer.states) == 14 * 4
+    # frame(value) uses the menu's current kernel; frame(value, other) picks one.
+    assert explorer.frame(0.5) == explorer.frame(0.5, "gaussian")
+    assert explorer.frame(0.5, "boxcar") != explorer.frame(0.5, "gaussian")
+    before = explorer.image.value
+    explorer.menu.value = "epanechnikov"
+    try:
+        assert explorer.image.value == explorer.frame(0.5, "epanechnikov") != before
+        assert "epanechnikov" in explorer._renderer._dynamic[-1].get_text()
+        assert repr(explorer) == "KernelWidthExplorer(kernel='epanechnikov', width=0.5, 56 stops)"
+    finally:
+        explorer.menu.value = "gaussian"
+    with pytest.raises(ValueError, match="other.*triangle"):
+        explorer.frame(0.5, "triangle")
+    single = widgets.kernel_width_explorer()
+    with pytest.raises(TypeError, match="one control"):
+        single.frame(0.5, "boxcar")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"kernels": ["gaussian"]}, "at least 2"),
+        ({"kernels": ["gaussian", "triangle"]}, r"kernels\[1\].*triangle"),
+        ({"kernels": ["gaussian", "gaussian"]}, "repeat"),
+        ({"kernels": ["boxcar", "constant"]}, "kernel must be one of kernels"),
+        ({"kernels": "gaussian"}, "'all' or at least 2"),
+    ],
+)
+def test_kernel_menu_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        widgets.kernel_width_explorer(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("make", "kwargs", "error", "match"),
+    [
+        (widgets.query_position_explorer, {"values": [1.0]}, ValueError, "at least 2"),
+        (widgets.query_position_explorer, {"values": ["a", 2]}, TypeError, r"values\[0\]"),
+        (widgets.query_position_explorer, {"width": 0}, ValueError, "width"),
+        (widgets.query_position_explorer, {"step": 0.3}, ValueError, "step.*0.3"),
+        (widgets.query_position_explorer, {"value": 0.1}, ValueError, "value.*0.1"),
+        (widgets.dimension_explorer, {"dims": [4, 2]}, ValueError, "increasing"),
+        (widgets.dimension_explorer, {"dims": [0, 2]}, ValueError, r"dims\[0\]"),
+        (widgets.dimension_explorer, {"n_keys": 1}, ValueError, "n_keys"),
+        (widgets.dimension_explorer, {"value": 7}, ValueError, "value.*7"),
+    ],
+)
+def test_new_explorers_bad_input(make, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make(**kwargs)
+
+
+def test_query_position_frames_follow_nadaraya_watson():
+    explorer = widgets.query_position_explorer()
+    renderer = explorer._renderer
+    keys = torch.arange(10.0)
+    values = torch.tensor(widgets.DEFAULT_VALUES)
+    for x in (0.0, 3.5, 9.0):
+        explorer.frame(x)
+        outputs, weights = nadaraya_watson(keys, values, torch.tensor([x]), "gaussian", 1.0)
+        tops = [path.vertices[2][1] for path in renderer._dynamic[0].get_paths()]
+        np.testing.assert_allclose(tops, weights[0].numpy(), rtol=1e-6)
+        assert renderer._dynamic[2].get_ydata()[0] == pytest.approx(float(outputs[0]))
+
+
+def test_dimension_frames_follow_the_scores():
+    explorer = widgets.dimension_explorer(dims=[1, 4, 64], value=4)
+    generator = torch.Generator().manual_seed(0)
+    query = torch.randn(64, generator=generator)
+    keys = torch.randn(10, 64, generator=generator)
+    renderer = explorer._renderer
+    for d in (1, 4, 64):
+        explorer.frame(d)
+        raw = keys[:, :d] @ query[:d]
+        for collection, scores in zip(renderer._dynamic[:2], (raw, raw / d**0.5)):
+            tops = [p.vertices[2][1] for p in collection.get_paths()]
+            np.testing.assert_allclose(tops, torch.softmax(scores, -1).numpy(), rtol=1e-5)
