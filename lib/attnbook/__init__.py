@@ -15,6 +15,7 @@ _SUBMODULES = (
     "data",
     "kernels",
     "masking",
+    "multihead",
     "plotting",
     "pooling",
     "scoring",
