@@ -17,6 +17,7 @@ _SUBMODULES = (
     "masking",
     "multihead",
     "plotting",
+    "positional",
     "pooling",
     "scoring",
     "widgets",
