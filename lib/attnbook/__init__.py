@@ -18,8 +18,10 @@ _SUBMODULES = (
     "multihead",
     "plotting",
     "positional",
+    "recall",
     "pooling",
     "scoring",
+    "training",
     "widgets",
 )
 

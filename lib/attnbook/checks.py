@@ -254,3 +254,78 @@ def check_entropy(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
         ),
     ]
     return _run("check_entropy", fn, cases)
+
+
+# ---------------------------------------------------------------- attention that learns
+
+
+def check_right_key_accuracy(
+    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+) -> CheckReport:
+    """Check ``fn(weights, index)``: the fraction of rows whose largest weight is on the right key.
+
+    ``weights`` is (rows, keys) and ``index`` is (rows,) integer; the answer is a
+    0-d float tensor in [0, 1]. No case has ties.
+    """
+    g = _generator(7)
+    random = torch.softmax(3 * torch.randn(6, 5, generator=g), -1)  # (rows, keys)
+    right = torch.tensor([0, 1, 2, 3, 4, 0])
+    square = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.5, 0.4, 0.1]])
+    cases = [
+        (
+            "4 rows, the right key largest in 2 of them",
+            (
+                torch.tensor([[0.6, 0.4], [0.3, 0.7], [0.9, 0.1], [0.2, 0.8]]),
+                torch.tensor([0, 0, 1, 1]),
+            ),
+            torch.tensor(0.5),
+            "count the rows whose largest weight is on the right key, then divide by the rows",
+        ),
+        ("every row right", (torch.eye(4), torch.arange(4)), torch.tensor(1.0)),
+        (
+            "a square (3, 3) batch",
+            (square, torch.tensor([0, 2, 0])),
+            torch.tensor(1.0),
+            "the largest weight is taken over the keys, the last axis",
+        ),
+        (
+            "random weights, 6 rows over 5 keys",
+            (random, right),
+            (random.argmax(-1) == right).float().mean(),
+        ),
+    ]
+    return _run("check_right_key_accuracy", fn, cases)
+
+
+def check_two_part_targets(
+    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+) -> CheckReport:
+    """Check ``fn(values, first, second)``: targets of the two-part recall task.
+
+    ``values`` is (batch, n, d_v) with d_v even, ``first`` and ``second`` are
+    (batch,) key indices; the answer is (batch, 1, d_v): the first half of the
+    value at ``first`` followed by the second half of the value at ``second``.
+    """
+    g = _generator(8)
+    cases = []
+    for batch, n, d_v in ((1, 3, 2), (4, 5, 6), (3, 8, 16)):
+        values = torch.randn(batch, n, d_v, generator=g)
+        first = torch.randint(n, (batch,), generator=g)
+        second = (first + 1 + torch.randint(n - 1, (batch,), generator=g)) % n
+        half = d_v // 2
+        expected = torch.stack(
+            [
+                torch.cat([values[b, int(first[b]), :half], values[b, int(second[b]), half:]])
+                for b in range(batch)
+            ]
+        ).unsqueeze(1)
+        cases.append(
+            (
+                f"values {(batch, n, d_v)}",
+                (values, first, second),
+                expected,
+                "the first half comes from the key at `first`, the second half from `second`; "
+                "pick one value per example, not every example's value at those keys",
+            )
+        )
+    return _run("check_two_part_targets", fn, cases)

@@ -172,17 +172,18 @@ def train_recall(
     n: int = 8,
     noise: float = 0.1,
     parts: int = 1,
-    lr: float = 0.01,
-    optimizer: str = "adam",
+    lr: float = 0.5,
     record_at: Sequence[int] = (),
     probe_size: int = 256,
     seed: int = 0,
 ) -> TrainingLog:
-    """Train ``model`` in place on associative recall with Adam; return the log.
+    """Train ``model`` in place on associative recall; return the log.
 
     Every step draws a fresh batch of ``batch`` examples with ``n`` pairs
-    (sizes from the model's ``d`` and ``d_v``) and takes one Adam step on the
-    mean squared error between the model's output and the target values. The
+    (sizes from the model's ``d`` and ``d_v``) and takes one step of plain
+    gradient descent (no momentum, learning rate ``lr``) on the mean squared
+    error between the model's output and the target values. Plain steps keep
+    the size of the gradient visible: an optimizer such as Adam rescales it. The
     probe batch (``probe_size`` examples, drawn once from ``seed + 1``) is
     evaluated at step 0, at the last step and at every step in ``record_at``.
 
@@ -201,12 +202,7 @@ def train_recall(
     task = {"n": n, "d": model.d, "d_v": model.d_v, "noise": noise, "parts": parts}
     probe = make_recall_batch(probe_size, seed=int(seed) + 1, **task)  # checks the task args
     data = torch.Generator().manual_seed(int(seed))
-    if optimizer == "adam":
-        opt = torch.optim.Adam(model.parameters(), lr=lr)
-    elif optimizer == "sgd":
-        opt = torch.optim.SGD(model.parameters(), lr=lr)
-    else:
-        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    parameters = [p for p in model.parameters() if p.requires_grad]
     log = TrainingLog(probe=probe)
 
     def evaluate(step: int) -> None:
@@ -228,11 +224,11 @@ def train_recall(
             sample = make_recall_batch(batch, seed=data, **task)
             output = model(sample.queries, sample.keys, sample.values)
             loss = ((output - sample.targets) ** 2).mean()
-            opt.zero_grad()
-            loss.backward()
-            grads = [p.grad.reshape(-1) for p in model.parameters() if p.grad is not None]
-            log.grad_norms.append(float(torch.cat(grads).norm()))
-            opt.step()
+            grads = torch.autograd.grad(loss, parameters)
+            log.grad_norms.append(float(torch.cat([g.reshape(-1) for g in grads]).norm()))
+            with torch.no_grad():
+                for parameter, grad in zip(parameters, grads):
+                    parameter -= lr * grad  # plain gradient descent
             log.losses.append(float(loss.detach()))
             if step in recorded:
                 evaluate(step)

@@ -15,6 +15,7 @@ from ._core import (
     static_mode,
 )
 from .kernel_width import DEFAULT_WIDTHS, KernelWidthExplorer, kernel_width_explorer
+from .training_steps import TrainingStepsExplorer, training_steps_explorer
 from .valid_length import ValidLengthExplorer, valid_length_explorer
 
 __all__ = [
@@ -24,10 +25,12 @@ __all__ = [
     "Explorer",
     "KernelWidthExplorer",
     "Renderer",
+    "TrainingStepsExplorer",
     "ValidLengthExplorer",
     "kernel_width_explorer",
     "menu_control",
     "range_control",
     "static_mode",
+    "training_steps_explorer",
     "valid_length_explorer",
 ]
