@@ -19,6 +19,7 @@ CHAPTERS = [
     "book/attention-pooling",
     "book/masked-softmax",
     "book/scoring-functions",
+    "book/attention-learns",
     "book/references",
 ]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -51,7 +52,7 @@ def test_every_chapter_notebook_is_in_the_book():
     assert sorted(f"book/{path.stem}" for path in NOTEBOOKS) == sorted(
         name for name in CHAPTERS if (BOOK.parent / f"{name}.ipynb").exists()
     )
-    assert len(NOTEBOOKS) == 4
+    assert len(NOTEBOOKS) == 5
 
 
 def test_install_cell_matches_config():
