@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from attnbook import widgets
+from attnbook.training import RecallAttention, train_recall
 
 from ._site import CHROMIUM, CHROMIUM_ARGS, SITE, serve
 from .test_site import page_weight
@@ -95,12 +96,21 @@ def browser_swap_ms(page_path: Path) -> float:
     return statistics.median(times)
 
 
+def training_steps():
+    """The chapter's explorer: a recall model's snapshots (about a second of training)."""
+    log = train_recall(
+        RecallAttention(16), steps=300, batch=32, n=8, lr=0.5, record_at=list(range(0, 301, 25))
+    )
+    return widgets.training_steps_explorer(log)
+
+
 def main() -> int:
     ok = True
     rows = []
     for name, make in (
         ("kernel width", widgets.kernel_width_explorer),
         ("valid length", widgets.valid_length_explorer),
+        ("training steps", training_steps),
     ):
         explorer = make()
         explorer.frame(explorer.stops[0])  # warm caches (fonts, text layout)
@@ -119,7 +129,7 @@ def main() -> int:
     print(f"budgets: ratio >= {RATIO_BUDGET:g}x, fragment <= {SIZE_BUDGET // 1024} KiB")
 
     print("\nBuilt interactive pages (HTML with frames + figures; browser frame swap)")
-    for page in ("attention-pooling", "masked-softmax"):
+    for page in ("attention-pooling", "masked-softmax", "attention-learns"):
         path = SITE / "book" / f"{page}.html"
         if not path.exists():
             print(f"{page}: not built (run `make book`)")

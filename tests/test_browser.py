@@ -17,7 +17,11 @@ from attnbook import widgets
 
 from ._site import CHROMIUM, CHROMIUM_ARGS, require_site, serve
 
-SLIDER_PAGES = ["book/attention-pooling.html", "book/masked-softmax.html"]
+SLIDER_PAGES = [
+    "book/attention-pooling.html",
+    "book/masked-softmax.html",
+    "book/attention-learns.html",
+]
 
 
 @pytest.fixture(scope="module")
