@@ -14,11 +14,19 @@ from ._core import (
     range_control,
     static_mode,
 )
+from .dimension import DEFAULT_DIMS, DimensionExplorer, dimension_explorer
 from .kernel_width import DEFAULT_WIDTHS, KernelWidthExplorer, kernel_width_explorer
+from .query_position import DEFAULT_VALUES, QueryPositionExplorer, query_position_explorer
 from .training_steps import TrainingStepsExplorer, training_steps_explorer
 from .valid_length import ValidLengthExplorer, valid_length_explorer
 
 __all__ = [
+    "DEFAULT_DIMS",
+    "DEFAULT_VALUES",
+    "DimensionExplorer",
+    "QueryPositionExplorer",
+    "dimension_explorer",
+    "query_position_explorer",
     "DEFAULT_WIDTHS",
     "STATIC_ENV",
     "Control",
