@@ -48,7 +48,7 @@ $(COLAB_STAMP): tests/requirements-colab.txt
 
 # attnbook is reinstalled (non-editable) whenever lib/ changes.
 COLAB_LIB := $(COLAB_VENV)/.attnbook
-$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py)
+$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py)
 	$(COLAB_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall ./lib
 	touch $(COLAB_LIB)
 

@@ -4,6 +4,7 @@
 ipywidgets 7.7.1 (.venv-colab, the Colab-like environment).
 """
 
+import base64
 import io
 import re
 
@@ -18,12 +19,18 @@ from attnbook.data import make_regression_data
 from attnbook.masking import masked_softmax
 from attnbook.pooling import nadaraya_watson
 
+EXPLORERS = {
+    "kernel_width": widgets.kernel_width_explorer,
+    "kernel_and_width": lambda: widgets.kernel_width_explorer(kernels="all"),
+    "valid_length": widgets.valid_length_explorer,
+    "query_position": widgets.query_position_explorer,
+    "dimension": widgets.dimension_explorer,
+}
 
-@pytest.fixture(scope="module", params=["kernel_width", "valid_length"])
+
+@pytest.fixture(scope="module", params=list(EXPLORERS))
 def explorer(request):
-    if request.param == "kernel_width":
-        return widgets.kernel_width_explorer()
-    return widgets.valid_length_explorer()
+    return EXPLORERS[request.param]()
 
 
 def decode(png: bytes) -> np.ndarray:
@@ -101,7 +108,7 @@ def test_valid_length_frames_follow_masked_softmax():
         expected = masked_softmax(scores.unsqueeze(0), torch.tensor([length]))[0]
         np.testing.assert_allclose(image.get_array(), expected.numpy(), rtol=1e-6)
         mask = renderer._dynamic[1]
-        assert mask.get_x() == length + 0.5
+        assert mask.get_x() == length - 0.5
         assert mask.get_width() == 10 - length
 
 
@@ -124,10 +131,10 @@ def test_html_fragment_is_self_contained(explorer):
     assert "//" not in outside_images
     assert re.search(r"\bsrc=\"(?!data:)", fragment) is None
     images = re.findall(r"<img [^>]*>", fragment)
-    assert len(images) == len(explorer.stops)
+    assert len(images) == len(explorer.states)
     visible = [img for img in images if " hidden" not in img]
     assert len(visible) == 1  # the default frame shows without JavaScript
-    default = explorer.stops.index(explorer.slider.value)
+    default = explorer.states.index(explorer._state())
     assert " hidden" not in images[default]
     assert all(re.search(r'alt="[^"]{40,}"', img) for img in images)
     assert f'max="{len(explorer.stops) - 1}"' in fragment
@@ -136,11 +143,11 @@ def test_html_fragment_is_self_contained(explorer):
 
 
 def test_html_fragment_frames_are_the_renderer_frames(explorer):
-    import base64
-
     fragment = explorer.to_html()
     payloads = re.findall(r'src="data:image/png;base64,([^"]+)"', fragment)
-    assert [base64.b64decode(p) for p in payloads] == [explorer.frame(s) for s in explorer.stops]
+    assert [base64.b64decode(p) for p in payloads] == [
+        explorer._frame_of(state) for state in explorer.states
+    ]
 
 
 def test_fragment_size_budget(explorer):
@@ -149,7 +156,11 @@ def test_fragment_size_budget(explorer):
 
 def test_mime_bundle_live_and_static(explorer, monkeypatch):
     monkeypatch.delenv(widgets.STATIC_ENV, raising=False)
-    live = explorer._repr_mimebundle_()
+    live, metadata = explorer._repr_mimebundle_()
+    # The PNG fallback (GitHub, nbviewer, Colab before running) is the current frame.
+    assert base64.b64decode(live["image/png"]) == explorer.image.value
+    height, width = decode(explorer.image.value).shape[:2]
+    assert metadata["image/png"] == {"width": width, "height": height}
     view = live["application/vnd.jupyter.widget-view+json"]
     assert view["model_id"] == explorer.widget.model_id
     assert "text/html" not in live
@@ -214,3 +225,25 @@ def test_valid_length_explorer_bad_input(kwargs, error, match):
 def test_frame_rejects_values_off_the_slider(explorer):
     with pytest.raises(ValueError, match="stops"):
         explorer.frame(123.456)
+
+
+def test_live_image_keeps_its_natural_pixel_size(explorer):
+    # JupyterLab stretches an image in a flex column to the cell's width unless
+    # told otherwise; a stretched frame looks soft.
+    height, width = decode(explorer.image.value).shape[:2]
+    layout = explorer.image.layout
+    assert (layout.width, layout.height) == (f"{width}px", f"{height}px")
+    assert layout.align_self == "flex-start"
+    assert layout.max_width == "none"
+
+
+def test_valid_length_counts_keys_and_queries_from_0():
+    explorer = widgets.valid_length_explorer()
+    renderer = explorer._renderer
+    explorer.frame(6)
+    assert renderer._dynamic[-1].get_text() == "valid length 6: keys 0-5 share the weight, 4 masked"
+    assert [line.get_label() for line in renderer._dynamic[3:-1]] == ["q0", "q1", "q2", "q3"]
+    assert "Keys 0 to 5 share" in explorer.alt_text(6)
+    assert "keys 6 to 9 are hatched" in explorer.alt_text(6)
+    assert "key 9 is hatched" in explorer.alt_text(9)
+    assert "Key 0 takes all" in explorer.alt_text(1)

@@ -1,0 +1,41 @@
+"""Explorers: controls that redraw attention pictures, live in a kernel, static on the website.
+
+The machinery (renderer base class, controls, live widget, static HTML) lives in
+:mod:`attnbook.widgets._core`, whose docstring says how to write a new
+explorer; each explorer is one module of its own.
+"""
+
+from ._core import (
+    STATIC_ENV,
+    Control,
+    Explorer,
+    Renderer,
+    menu_control,
+    range_control,
+    static_mode,
+)
+from .dimension import DEFAULT_DIMS, DimensionExplorer, dimension_explorer
+from .kernel_width import DEFAULT_WIDTHS, KernelWidthExplorer, kernel_width_explorer
+from .query_position import DEFAULT_VALUES, QueryPositionExplorer, query_position_explorer
+from .valid_length import ValidLengthExplorer, valid_length_explorer
+
+__all__ = [
+    "DEFAULT_DIMS",
+    "DEFAULT_VALUES",
+    "DimensionExplorer",
+    "QueryPositionExplorer",
+    "dimension_explorer",
+    "query_position_explorer",
+    "DEFAULT_WIDTHS",
+    "STATIC_ENV",
+    "Control",
+    "Explorer",
+    "KernelWidthExplorer",
+    "Renderer",
+    "ValidLengthExplorer",
+    "kernel_width_explorer",
+    "menu_control",
+    "range_control",
+    "static_mode",
+    "valid_length_explorer",
+]

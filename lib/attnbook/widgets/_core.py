@@ -1,0 +1,416 @@
+"""The machinery every explorer shares: renderer, controls, live widget, static HTML.
+
+An *explorer* is one or two controls (a slider, optionally a menu) over
+precomputed stops, and the picture they select. One *renderer* draws every
+picture. It keeps a persistent Agg figure, and for a stop it updates only the
+artists that change (``set_data``, ``set_ydata``, ...), blits them onto a saved
+background and encodes the canvas as PNG. The same bytes serve three modes:
+
+* **Live** (Jupyter, JupyterLab, Colab): displaying an explorer shows its
+  ``ipywidgets`` controls above an ``ipywidgets.Image``; moving a control sets
+  ``image.value`` to the new PNG bytes. Works with ipywidgets 7.7 and 8. The
+  display also carries an ``image/png`` of the current frame, the fallback that
+  GitHub, nbviewer and Colab show before the notebook runs.
+* **Static** (the website): when the environment variable ``ATTNBOOK_STATIC``
+  is ``1`` (``make book`` sets it while Jupyter Book executes the chapters),
+  displaying an explorer emits :meth:`Explorer.to_html` instead: native form
+  controls, every stop pre-rendered and embedded, and a few lines of inline
+  JavaScript. No kernel, server or network is needed, and without JavaScript the
+  default frame still shows.
+* **nbval**: the text a cell stores (``text/plain``) is the explorer's repr,
+  the same on every run; nbval skips the widget view and PNGs, so explorer
+  cells pass strict nbval without being ignored.
+
+How to write a new explorer module
+----------------------------------
+1. Subclass :class:`Renderer`. Set ``figsize`` (inches at 80 dpi). A *state*
+   is the value of the explorer's one control, or the tuple ``(value, other)``
+   when it has two controls. Implement
+
+   * ``_build(fig, state) -> list``: draw the whole picture for ``state`` on
+     ``fig`` and return the artists that change between states (they are
+     blitted; everything else is drawn once). It must work on a fresh Figure
+     too: the naive baseline of ``make bench`` calls it.
+   * ``_update(state)``: set the data of ``self._dynamic`` (the list
+     ``_build`` returned) for ``state``. Do no drawing here.
+   * ``alt_text(state) -> str``: a sentence of at least 40 characters,
+     computed from the data, describing what the picture shows at ``state``.
+
+   Compute every state's numbers up front in ``__init__`` (before calling
+   ``super().__init__(first_state)``), so the colour scales can be fixed over
+   all states and a redraw does no tensor work.
+2. Write a factory function ``something_explorer(..., value=None)`` that
+   validates its arguments (clear ``ValueError``/``TypeError`` naming the
+   argument), builds the renderer and the controls with :func:`range_control`
+   (a slider) and optionally :func:`menu_control` (a dropdown), and returns
+   ``Explorer(name, renderer, [control, ...], summary)`` or a subclass of it.
+   ``summary(state)`` returns the text inside the repr, e.g.
+   ``"kernel='gaussian', width=0.5"``; keep it free of run-dependent numbers.
+3. Re-export the factory and the subclass from ``widgets/__init__.py`` and
+   add the explorer to ``lib/tests/test_widgets.py``'s fixture, ``tests/bench.py``
+   and the pages list of ``tests/test_browser.py``.
+
+The :class:`Explorer` API (stable): ``.slider`` (the main control),
+``.controls`` (every control; a second one is also an attribute, by default
+``.menu``), ``.image``, ``.stops`` (the main control's values), ``.states``
+(every state, row-major over the controls), ``.value``, ``.frame(value)`` or
+``.frame(value, other)``, ``.alt_text(...)``, ``.naive_frame(...)``,
+``.widget``, ``.to_html()``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import itertools
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import ipywidgets
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from PIL import Image
+
+STATIC_ENV = "ATTNBOOK_STATIC"
+DPI = 80
+
+
+def static_mode() -> bool:
+    """True while the book build asks for static HTML (``ATTNBOOK_STATIC=1``)."""
+    return os.environ.get(STATIC_ENV, "") == "1"
+
+
+def encode_png(rgb: np.ndarray) -> bytes:
+    """PNG bytes of an (height, width, 3) uint8 picture, on a 128-colour palette."""
+    buffer = io.BytesIO()
+    # A 128-colour palette keeps frames small (the static page holds every
+    # stop) and encodes faster than full RGB; heatmaps survive it unharmed.
+    picture = Image.fromarray(rgb).quantize(128, method=Image.Quantize.FASTOCTREE)
+    picture.save(buffer, format="PNG", compress_level=6)
+    return buffer.getvalue()
+
+
+class Renderer:
+    """A persistent figure whose changing artists are blitted for each state.
+
+    Subclasses build the figure in ``_build(fig, state)`` (also used, on a fresh
+    Figure, by the naive baseline of ``make bench``), return the artists that
+    change, update them in ``_update(state)`` and describe a state in
+    ``alt_text(state)``. See the module docstring.
+    """
+
+    figsize: tuple[float, float] = (8.0, 3.2)
+
+    def __init__(self, first_state) -> None:
+        self.fig = Figure(figsize=self.figsize, dpi=DPI)
+        self.canvas = FigureCanvasAgg(self.fig)
+        self._dynamic = self._build(self.fig, first_state)
+        for artist in self._dynamic:
+            artist.set_animated(True)
+        self.canvas.draw()  # draws everything except the animated artists
+        self._background = self.canvas.copy_from_bbox(self.fig.bbox)
+
+    def _build(self, fig: Figure, state) -> list:
+        raise NotImplementedError
+
+    def _update(self, state) -> None:
+        raise NotImplementedError
+
+    def alt_text(self, state) -> str:
+        raise NotImplementedError
+
+    def rgb(self, state) -> np.ndarray:
+        """The frame for ``state`` as an (height, width, 3) uint8 array (a copy)."""
+        self._update(state)
+        self.canvas.restore_region(self._background)
+        for artist in self._dynamic:
+            self.fig.draw_artist(artist)
+        return np.array(np.asarray(self.canvas.buffer_rgba())[..., :3])
+
+    def png(self, state) -> bytes:
+        """Update the changing artists for ``state`` and return the frame as PNG."""
+        return encode_png(self.rgb(state))
+
+    def naive_png(self, state) -> bytes:
+        """The same picture drawn the slow way: a new figure and a full render."""
+        fig = Figure(figsize=self.figsize, dpi=DPI)
+        self._build(fig, state)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+
+@dataclass
+class Control:
+    """One control of an explorer: an ipywidget over a list of stops.
+
+    ``kind`` is ``"range"`` (a slider; a native range input on the website) or
+    ``"menu"`` (a dropdown; a native ``<select>`` on the website). ``attr`` is
+    the Explorer attribute that holds the widget.
+    """
+
+    widget: ipywidgets.ValueWidget
+    stops: list
+    labels: list[str]
+    description: str
+    kind: str = "range"
+    attr: str = "slider"
+
+
+def _look(width: str) -> dict:
+    """Arguments shared by every control (a fresh Layout each time)."""
+    return {
+        "style": {"description_width": "initial"},
+        "layout": ipywidgets.Layout(width=width),
+    }
+
+
+def range_control(
+    description: str,
+    stops: Sequence,
+    labels: Sequence[str],
+    value,
+    *,
+    integer: bool = False,
+    attr: str = "slider",
+) -> Control:
+    """A slider over ``stops`` (an ``IntSlider`` for consecutive integers)."""
+    stops, labels = list(stops), list(labels)
+    if integer:
+        widget = ipywidgets.IntSlider(
+            value=int(value),
+            min=stops[0],
+            max=stops[-1],
+            step=1,
+            description=description,
+            continuous_update=True,
+            **_look("480px"),
+        )
+    else:
+        widget = ipywidgets.SelectionSlider(
+            options=list(zip(labels, stops)),
+            value=value,
+            description=description,
+            continuous_update=True,
+            **_look("480px"),
+        )
+    return Control(widget, stops, labels, description, "range", attr)
+
+
+def menu_control(
+    description: str, stops: Sequence, labels: Sequence[str], value, *, attr: str = "menu"
+) -> Control:
+    """A dropdown menu over ``stops``."""
+    stops, labels = list(stops), list(labels)
+    widget = ipywidgets.Dropdown(
+        options=list(zip(labels, stops)), value=value, description=description, **_look("260px")
+    )
+    return Control(widget, stops, labels, description, "menu", attr)
+
+
+def _find(stops: list, value, what: str):
+    for stop in stops:
+        if stop == value:
+            return stop
+    raise ValueError(f"{what} must be one of the stops {stops}, got {value!r}")
+
+
+class Explorer:
+    """One or two controls over precomputed stops, and the picture they select.
+
+    Attributes:
+        slider: the main control (an ipywidgets slider).
+        controls: every control's widget, the main one first; a second control
+            is also an attribute (``menu`` unless its factory says otherwise).
+        image: the ``ipywidgets.Image`` showing the current frame (PNG).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        renderer: Renderer,
+        controls: Sequence[Control],
+        summary: Callable[[object], str],
+    ) -> None:
+        controls = list(controls)
+        if not 1 <= len(controls) <= 2:
+            raise ValueError(f"controls must hold one or two controls, got {len(controls)}")
+        self._name = name
+        self._renderer = renderer
+        self._controls = controls
+        self._summary = summary
+        self.controls = [c.widget for c in controls]
+        for control in controls:
+            setattr(self, control.attr, control.widget)
+        self.slider = controls[0].widget
+        self.image = ipywidgets.Image(value=self._frame_of(self._state()), format="png")
+        # Natural pixel size: a flex column would otherwise stretch the picture
+        # to the cell's width (JupyterLab), which blurs it.
+        width, height = renderer.canvas.get_width_height()
+        self.image.layout.width = f"{width}px"
+        self.image.layout.height = f"{height}px"
+        self.image.layout.max_width = "none"
+        self.image.layout.align_self = "flex-start"
+        for widget in self.controls:
+            widget.observe(self._on_change, names="value")
+        self._box: ipywidgets.VBox | None = None
+
+    # -- states ------------------------------------------------------------
+    @property
+    def stops(self) -> list:
+        """The main control's values, in order."""
+        return list(self._controls[0].stops)
+
+    @property
+    def states(self) -> list:
+        """Every state in order: values of the main control, or (value, other) tuples."""
+        if len(self._controls) == 1:
+            return self.stops
+        return list(itertools.product(*(c.stops for c in self._controls)))
+
+    @property
+    def value(self):
+        """The main control's current value."""
+        return self.slider.value
+
+    def _state(self):
+        if len(self._controls) == 1:
+            return self.slider.value
+        return tuple(w.value for w in self.controls)
+
+    def _as_state(self, value, other):
+        main = _find(self._controls[0].stops, value, "value")
+        if len(self._controls) == 1:
+            if other is not None:
+                raise TypeError(f"this explorer has one control; got a second value {other!r}")
+            return main
+        second = self._controls[1]
+        if other is None:
+            other = second.widget.value
+        return (main, _find(second.stops, other, "other"))
+
+    def _frame_of(self, state) -> bytes:
+        return self._renderer.png(state)
+
+    def frame(self, value, other=None) -> bytes:
+        """PNG bytes of the picture for one stop (``other``: the second control's
+        value, default its current value). Live and static alike."""
+        return self._frame_of(self._as_state(value, other))
+
+    def naive_frame(self, value, other=None) -> bytes:
+        """The same picture drawn from scratch in a new figure (benchmark baseline)."""
+        return self._renderer.naive_png(self._as_state(value, other))
+
+    def alt_text(self, value, other=None) -> str:
+        """A sentence describing the picture for a stop, for screen readers."""
+        return self._renderer.alt_text(self._as_state(value, other))
+
+    def _on_change(self, change) -> None:
+        self.image.value = self._frame_of(self._state())
+
+    @property
+    def widget(self) -> ipywidgets.VBox:
+        """The live widget: the controls above the image."""
+        if self._box is None:
+            top = self.controls[0] if len(self.controls) == 1 else ipywidgets.HBox(self.controls)
+            self._box = ipywidgets.VBox([top, self.image])
+        return self._box
+
+    # -- static HTML ---------------------------------------------------------
+    def to_html(self) -> str:
+        """A self-contained HTML fragment: native controls, every frame, inline JS.
+
+        The root has class ``attnbook-explorer``; each control is a native
+        ``<input type="range">`` or ``<select>`` with an ``<output>`` showing its
+        label; the picture lives in the one element of class ``attnbook-view``
+        and keeps its natural pixel size (the view scrolls sideways on narrow
+        pages). Every state is an ``<img>`` with a data URL and alt text; only
+        the current one is visible. No external URL is used, and without
+        JavaScript the default frame shows (the controls stay disabled).
+        """
+        states = self.states
+        default_index = states.index(self._state())
+        frames = [self._renderer.png(state) for state in states]
+        digest = hashlib.sha1(b"".join(frames)).hexdigest()[:10]
+        uid = f"attnbook-{self._name}-{digest}"
+        images = "\n".join(
+            f'<img src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}" '
+            f'alt="{html.escape(self._renderer.alt_text(state))}" style="display:block"'
+            f"{'' if i == default_index else ' hidden'}>"
+            for i, (state, png) in enumerate(zip(states, frames))
+        )
+        current = self._state() if len(self._controls) == 2 else (self._state(),)
+        controls_html = "\n".join(
+            _control_html(control, control.stops.index(value))
+            for control, value in zip(self._controls, current)
+        )
+        sizes = [len(c.stops) for c in self._controls]
+        labels = [c.labels for c in self._controls]
+        script = (
+            "(function(){"
+            f"var root=document.getElementById({json.dumps(uid)});"
+            "var inputs=root.querySelectorAll('input,select');"
+            "var outs=root.querySelectorAll('output');"
+            "var frames=root.querySelectorAll('.attnbook-view img');"
+            f"var labels={json.dumps(labels)},sizes={json.dumps(sizes)};"
+            "function show(){var k=0;"
+            "for(var c=0;c<inputs.length;c++){var i=Number(inputs[c].value);k=k*sizes[c]+i;"
+            "outs[c].textContent=labels[c][i];"
+            "if(inputs[c].type==='range')inputs[c].setAttribute('aria-valuetext',labels[c][i]);}"
+            "for(var j=0;j<frames.length;j++){frames[j].hidden=(j!==k);}}"
+            "for(var c=0;c<inputs.length;c++){inputs[c].addEventListener('input',show);"
+            "inputs[c].addEventListener('change',show);inputs[c].disabled=false;}show();"
+            "})();"
+        )
+        return (
+            f'<div class="attnbook-explorer" id="{uid}">\n'
+            f"{controls_html}\n"
+            f'<div class="attnbook-view" style="overflow-x:auto">\n{images}\n</div>\n'
+            f"<script>{script}</script>\n</div>"
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._summary(self._state())}, {len(self.states)} stops)"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Static HTML for the book build; else the live widget plus a PNG fallback.
+
+        Front ends that can show the widget do; GitHub, nbviewer and Colab before
+        running show the ``image/png`` of the current frame, at its pixel size.
+        """
+        if static_mode():
+            return {"text/plain": repr(self), "text/html": self.to_html()}
+        width, height = self._renderer.canvas.get_width_height()
+        data = {
+            "text/plain": repr(self),
+            "image/png": base64.b64encode(self.image.value).decode("ascii"),
+            "application/vnd.jupyter.widget-view+json": {
+                "version_major": 2,
+                "version_minor": 0,
+                "model_id": self.widget.model_id,
+            },
+        }
+        return data, {"image/png": {"width": width, "height": height}}
+
+
+def _control_html(control: Control, index: int) -> str:
+    label = html.escape(control.description.rstrip(": "))
+    text = html.escape(control.labels[index])
+    style = 'style="display:flex;align-items:center;gap:0.6em;font-family:sans-serif"'
+    if control.kind == "menu":
+        options = "".join(
+            f'<option value="{i}"{" selected" if i == index else ""}>{html.escape(lab)}</option>'
+            for i, lab in enumerate(control.labels)
+        )
+        field = f"<select disabled>{options}</select>"
+    else:
+        field = (
+            f'<input type="range" min="0" max="{len(control.stops) - 1}" step="1" '
+            f'value="{index}" aria-valuetext="{text}" style="width:320px" disabled>'
+        )
+    return f"<label {style}>{label} {field}<output>{text}</output></label>"
