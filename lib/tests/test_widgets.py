@@ -25,6 +25,7 @@ EXPLORERS = {
     "valid_length": widgets.valid_length_explorer,
     "query_position": widgets.query_position_explorer,
     "dimension": widgets.dimension_explorer,
+    "offset": widgets.offset_explorer,
 }
 
 
