@@ -5,7 +5,9 @@ ipywidgets 7.7.1 (.venv-colab, the Colab-like environment).
 """
 
 import base64
+import html
 import io
+import json
 import re
 
 import ipywidgets
@@ -125,30 +127,79 @@ def test_default_slider_ranges():
     assert (length.slider.min, length.slider.max) == (1, 10)
 
 
+DATA_URL = r"data:image/(?:png|webp);base64,[A-Za-z0-9+/=]+"
+
+
+def fragment_pictures(fragment: str) -> tuple[np.ndarray, list]:
+    """The base frame and the layers ((height, width, 4) RGBA, left, top) of a fragment."""
+    base_url = re.search(
+        r'<img class="attnbook-base" src="data:image/png;base64,([^"]+)"', fragment
+    )
+    base = decode(base64.b64decode(base_url.group(1)))
+    layers = []
+    for payload, left, top in re.findall(
+        r'<img src="data:image/webp;base64,([^"]+)" alt="" aria-hidden="true" hidden '
+        r'style="position:absolute;left:(\d+)px;top:(\d+)px',
+        fragment,
+    ):
+        picture = Image.open(io.BytesIO(base64.b64decode(payload))).convert("RGBA")
+        layers.append((np.asarray(picture, dtype=np.int16), int(left), int(top)))
+    return base, layers
+
+
 def test_html_fragment_is_self_contained(explorer):
     fragment = explorer.to_html()
-    outside_images = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "DATA", fragment)
+    outside_images = re.sub(DATA_URL, "DATA", fragment)
     assert "http" not in outside_images
     assert "//" not in outside_images
     assert re.search(r"\bsrc=\"(?!data:)", fragment) is None
+    # The reading contract: one root, native controls with outputs, one view.
+    assert fragment.startswith('<div class="attnbook-explorer"')
+    assert fragment.count('class="attnbook-view"') == 1
+    assert fragment.count('type="range"') == 1
+    assert fragment.count("<select") == len(explorer.controls) - 1
+    assert fragment.count("<output>") == len(explorer.controls)
+    assert f'max="{len(explorer.stops) - 1}"' in fragment
+    assert fragment.count("<script>") == 1
+    assert "max-width:100%" not in fragment  # natural size; the view scrolls sideways
     images = re.findall(r"<img [^>]*>", fragment)
-    assert len(images) == len(explorer.states)
     visible = [img for img in images if " hidden" not in img]
     assert len(visible) == 1  # the default frame shows without JavaScript
     default = explorer.states.index(explorer._state())
-    assert " hidden" not in images[default]
-    assert all(re.search(r'alt="[^"]{40,}"', img) for img in images)
-    assert f'max="{len(explorer.stops) - 1}"' in fragment
-    assert 'type="range"' in fragment
-    assert fragment.count("<script>") == 1
+    assert html.escape(explorer._renderer.alt_text(explorer.states[default])) in visible[0]
+    assert re.search(r'alt="[^"]{40,}"', visible[0])
+    assert 1 <= len(images) <= len(explorer.states)
+    alts = json.loads(re.search(r"alts=(\[.*?\]);", fragment).group(1))
+    assert alts == [explorer._renderer.alt_text(state) for state in explorer.states]
 
 
-def test_html_fragment_frames_are_the_renderer_frames(explorer):
+def test_html_fragment_layers_rebuild_every_frame(explorer):
+    # Base plus a state's layer must give that state's frame (up to the palette).
     fragment = explorer.to_html()
-    payloads = re.findall(r'src="data:image/png;base64,([^"]+)"', fragment)
-    assert [base64.b64decode(p) for p in payloads] == [
-        explorer._frame_of(state) for state in explorer.states
-    ]
+    base, layers = fragment_pictures(fragment)
+    layer_of = json.loads(re.search(r"layerOf=(\[.*?\])", fragment).group(1))
+    assert len(layer_of) == len(explorer.states)
+    assert sorted(j for j in layer_of if j >= 0) == list(range(len(layers)))
+    for state, j in zip(explorer.states, layer_of):
+        picture = base.copy()
+        if j >= 0:
+            rgba, left, top = layers[j]
+            height, width = rgba.shape[:2]
+            region = picture[top : top + height, left : left + width]
+            opaque = rgba[..., 3] > 0
+            region[opaque] = rgba[..., :3][opaque]
+        frame = explorer._renderer.rgb(state).astype(np.int16)
+        far = np.abs(picture - frame).max(axis=2) > 48
+        assert far.mean() < 0.002, f"state {state}"
+
+
+def test_html_fragment_spends_bytes_only_on_what_changes(explorer):
+    # Each layer is much smaller than a full frame would be.
+    fragment = explorer.to_html()
+    base, layers = fragment_pictures(fragment)
+    full = base.shape[0] * base.shape[1]
+    for rgba, _, _ in layers:
+        assert (rgba[..., 3] > 0).sum() < 0.6 * full
 
 
 def test_fragment_size_budget(explorer):
