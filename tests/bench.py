@@ -54,6 +54,7 @@ EXPLORERS = {
     "kernel width": widgets.kernel_width_explorer,
     "valid length": widgets.valid_length_explorer,
     "dimension d": widgets.dimension_explorer,
+    "offset": widgets.offset_explorer,
     "training steps": training_steps,
 }
 # Which built page holds which explorer (the page's only one).
@@ -62,6 +63,7 @@ PAGES = {
     "attention-pooling": "kernel x width",
     "masked-softmax": "valid length",
     "scoring-functions": "dimension d",
+    "self-attention-positional-encoding": "offset",
     "attention-learns": "training steps",
 }
 

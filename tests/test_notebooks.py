@@ -19,6 +19,8 @@ CHAPTERS = [
     "book/attention-pooling",
     "book/masked-softmax",
     "book/scoring-functions",
+    "book/multi-head-attention",
+    "book/self-attention-positional-encoding",
     "book/attention-learns",
     "book/references",
 ]
@@ -52,7 +54,7 @@ def test_every_chapter_notebook_is_in_the_book():
     assert sorted(f"book/{path.stem}" for path in NOTEBOOKS) == sorted(
         name for name in CHAPTERS if (BOOK.parent / f"{name}.ipynb").exists()
     )
-    assert len(NOTEBOOKS) == 5
+    assert len(NOTEBOOKS) == 7
 
 
 def test_install_cell_matches_config():

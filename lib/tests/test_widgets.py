@@ -28,6 +28,7 @@ EXPLORERS = {
     "valid_length": widgets.valid_length_explorer,
     "query_position": widgets.query_position_explorer,
     "dimension": widgets.dimension_explorer,
+    "offset": widgets.offset_explorer,
     "training_steps": lambda: widgets.training_steps_explorer(small_training_log()),
 }
 
