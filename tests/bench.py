@@ -11,8 +11,9 @@ changed pixels of each stop) beside "before" (one full base64 PNG per stop, the
 encoding the fragments used until the frame economy), and the fragment's size
 (budget: 1 MiB). For each built page with an explorer it prints the page's
 weight (HTML with its frames, plus its figures; budget: 1 MiB) and the time a
-control's event takes to swap the picture in headless Chromium, median and
-largest over every stop of every control (budget: one animation frame, 16.7 ms).
+control's event takes to swap the picture in headless Chromium: median,
+95th percentile and largest over every stop of every control, after MathJax has
+typeset the page (budget: 95% within one animation frame, 16.7 ms).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from attnbook import widgets
 from attnbook.training import RecallAttention, train_recall
+from attnbook.widgets._core import encode_png
 
 from ._site import CHROMIUM, CHROMIUM_ARGS, SITE, serve
 from .test_site import page_weight
@@ -68,12 +70,15 @@ PAGES = {
 }
 
 
-def live_redraw(explorer) -> list[float]:
-    """Seconds from a slider change to new PNG bytes in ``explorer.image.value``.
+def redraw_times(explorer) -> tuple[list[float], list[float]]:
+    """Seconds per redraw, live and naive, interleaved stop by stop.
 
-    With a second control, the slider sweeps its stops once per menu option.
+    live: from a slider change to new PNG bytes in ``explorer.image.value``;
+    naive: a new figure and a full render of the same picture. Taking one of
+    each in turn keeps both under the same machine load. With a second
+    control, the slider sweeps its stops once per menu option.
     """
-    samples = []
+    live, naive = [], []
     others = [None] if len(explorer.controls) == 1 else explorer._controls[1].stops
     for _ in range(ROUNDS):
         for other in others:
@@ -85,27 +90,24 @@ def live_redraw(explorer) -> list[float]:
                 start = time.perf_counter()
                 explorer.slider.value = stop
                 assert explorer.image.value  # the observer has set the new bytes
-                samples.append(time.perf_counter() - start)
-    return samples
-
-
-def naive_redraw(explorer) -> list[float]:
-    samples = []
-    for state in explorer.states:
-        value, other = state if isinstance(state, tuple) else (state, None)
-        start = time.perf_counter()
-        explorer.naive_frame(value, other)
-        samples.append(time.perf_counter() - start)
-    return samples
+                live.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                explorer.naive_frame(stop, other)
+                naive.append(time.perf_counter() - start)
+    return live, naive
 
 
 def full_frame_bytes(explorer) -> int:
-    """What the fragment's frames weighed before the frame economy: one base64 PNG per stop."""
-    return sum(len(base64.b64encode(explorer._frame_of(state))) for state in explorer.states)
+    """What the frames weighed before the frame economy: a base64 PNG per stop, as then."""
+    return sum(
+        len(base64.b64encode(encode_png(explorer._renderer.rgb(state), compress_level=6)))
+        for state in explorer.states
+    )
 
 
-def browser_swap_ms(page_path: Path) -> tuple[float, float]:
-    """Median and largest time from a control's event to the new picture laid out.
+def browser_swap_ms(page_path: Path) -> tuple[float, float, float]:
+    """Median, 95th percentile and largest time from a control's event to the new
+    picture laid out.
 
     Every control of the page's explorers is swept across its range. Under one
     animation frame (16.7 ms) means the swap lands in the next frame.
@@ -123,7 +125,10 @@ def browser_swap_ms(page_path: Path) -> tuple[float, float]:
                 else route.abort()
             ),
         )
-        page.goto(f"{base}/{page_path.relative_to(SITE).as_posix()}")
+        page.goto(f"{base}/{page_path.relative_to(SITE).as_posix()}", wait_until="load")
+        # Let MathJax finish typesetting first: its layout work is not the swap's.
+        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
+        page.evaluate("MathJax.startup.promise")
         times = page.evaluate(
             """() => new Promise(resolve => {
                 const steps = [];
@@ -153,7 +158,8 @@ def browser_swap_ms(page_path: Path) -> tuple[float, float]:
             })"""
         )
         browser.close()
-    return statistics.median(times), max(times)
+    times = sorted(times)
+    return statistics.median(times), times[int(0.95 * (len(times) - 1))], times[-1]
 
 
 def main() -> int:
@@ -162,8 +168,8 @@ def main() -> int:
     for name, make in EXPLORERS.items():
         explorer = make()
         explorer.frame(explorer.stops[0])  # warm caches (fonts, text layout)
-        naive = median_ms(naive_redraw(explorer))
-        live = median_ms(live_redraw(explorer))
+        live_samples, naive_samples = redraw_times(explorer)
+        live, naive = median_ms(live_samples), median_ms(naive_samples)
         ratio = naive / live
         size = len(explorer.to_html().encode())
         states = len(explorer.states)
@@ -194,15 +200,15 @@ def main() -> int:
             continue
         weight = page_weight(path)
         if Path(CHROMIUM).exists():
-            swap, worst = browser_swap_ms(path)
+            swap, p95, worst = browser_swap_ms(path)
         else:
-            swap = worst = float("nan")
-        ok &= weight <= SIZE_BUDGET and worst <= FRAME_BUDGET_MS
+            swap = p95 = worst = float("nan")
+        ok &= weight <= SIZE_BUDGET and p95 <= FRAME_BUDGET_MS
         print(
             f"{page:<20} {name:<15} {weight / 1024:>6.0f} KiB   "
-            f"swap median {swap:5.2f} ms, max {worst:5.2f} ms"
+            f"swap median {swap:5.2f} ms, 95% {p95:5.2f} ms, max {worst:5.2f} ms"
         )
-    print(f"budgets: page <= {SIZE_BUDGET // 1024} KiB, swap <= {FRAME_BUDGET_MS:.1f} ms")
+    print(f"budgets: page <= {SIZE_BUDGET // 1024} KiB, 95% of swaps <= {FRAME_BUDGET_MS:.1f} ms")
     print("\nall budgets met" if ok else "\nBUDGET MISSED")
     return 0 if ok else 1
 

@@ -5,14 +5,14 @@ values. All heads run as one batched :class:`attnbook.scoring.DotProductAttentio
 call: the heads are folded into the batch axis, attended, unfolded, then the
 concatenated head outputs are mixed by one output projection.
 
-Shapes, with b = batch, n = queries, m = keys, h = heads, D = num_hiddens and
+Shapes, with b = batch, q = queries, n = keys (the book's n), h = heads, D = num_hiddens and
 p = D / h (the width of one head)::
 
-    queries (b, n, D) --W_q--> (b, n, D) --split--> (b*h, n, p)
-    keys    (b, m, D) --W_k--> (b, m, D) --split--> (b*h, m, p)
-    values  (b, m, D) --W_v--> (b, m, D) --split--> (b*h, m, p)
-    attention over each of the b*h (query, key) sets  -> (b*h, n, p)
-    merge the heads back: (b, n, h*p) = (b, n, D) --W_o--> (b, n, D)
+    queries (b, q, D) --W_q--> (b, q, D) --split--> (b*h, q, p)
+    keys    (b, n, D) --W_k--> (b, n, D) --split--> (b*h, n, p)
+    values  (b, n, D) --W_v--> (b, n, D) --split--> (b*h, n, p)
+    attention over each of the b*h (query, key) sets  -> (b*h, q, p)
+    merge the heads back: (b, q, h*p) = (b, q, D) --W_o--> (b, q, D)
 """
 
 from __future__ import annotations
@@ -63,13 +63,13 @@ class MultiHeadAttention(nn.Module):
         self.attention_weights: torch.Tensor | None = None
 
     def split_heads(self, X: torch.Tensor) -> torch.Tensor:
-        """(batch, n, num_hiddens) -> (batch * num_heads, n, num_hiddens / num_heads)."""
+        """(batch, items, num_hiddens) -> (batch * num_heads, items, num_hiddens / num_heads)."""
         b, n, _ = X.shape
         X = X.reshape(b, n, self.num_heads, -1)  # (b, n, h, p)
         return X.transpose(1, 2).reshape(b * self.num_heads, n, -1)  # (b*h, n, p)
 
     def merge_heads(self, X: torch.Tensor) -> torch.Tensor:
-        """(batch * num_heads, n, p) -> (batch, n, num_heads * p): undoes ``split_heads``."""
+        """(batch * num_heads, items, p) -> (batch, items, num_heads * p): undoes ``split_heads``."""
         bh, n, p = X.shape
         X = X.reshape(bh // self.num_heads, self.num_heads, n, p)  # (b, h, n, p)
         return X.transpose(1, 2).reshape(bh // self.num_heads, n, self.num_heads * p)
@@ -89,12 +89,12 @@ class MultiHeadAttention(nn.Module):
             )
         if valid_lens is None:
             return None
-        batch, n, m = queries.shape[0], queries.shape[1], keys.shape[1]
-        lens = _validate.lengths("valid_lens", valid_lens, upper=m, device=queries.device)
-        if lens.shape not in ((batch,), (batch, n)):
+        batch, q, n = queries.shape[0], queries.shape[1], keys.shape[1]
+        lens = _validate.lengths("valid_lens", valid_lens, upper=n, device=queries.device)
+        if lens.shape not in ((batch,), (batch, q)):
             raise ValueError(
-                f"valid_lens must have shape ({batch},) or ({batch}, {n}) for {batch} "
-                f"sequences of {n} queries, got shape {tuple(lens.shape)}"
+                f"valid_lens must have shape ({batch},) or ({batch}, {q}) for {batch} "
+                f"sequences of {q} queries, got shape {tuple(lens.shape)}"
             )
         return lens
 
@@ -105,26 +105,26 @@ class MultiHeadAttention(nn.Module):
         values: torch.Tensor,
         valid_lens: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """queries (b, n, D), keys (b, m, D), values (b, m, D) -> (b, n, D).
+        """queries (b, q, D), keys (b, n, D), values (b, n, D) -> (b, q, D).
 
-        ``valid_lens`` is None, (b,) or (b, n), as in
+        ``valid_lens`` is None, (b,) or (b, q), as in
         :func:`attnbook.masking.masked_softmax`; every head uses the same lengths.
         A query with valid length 0 gets all-zero weights in every head, so its
         output is ``W_o`` applied to zeros (its bias, or zeros without biases).
         """
         lens = self._check(queries, keys, values, valid_lens)
-        Q = self.split_heads(self.W_q(queries))  # (b*h, n, p)
-        K = self.split_heads(self.W_k(keys))  # (b*h, m, p)
-        V = self.split_heads(self.W_v(values))  # (b*h, m, p)
+        Q = self.split_heads(self.W_q(queries))  # (b*h, q, p)
+        K = self.split_heads(self.W_k(keys))  # (b*h, n, p)
+        V = self.split_heads(self.W_v(values))  # (b*h, n, p)
         if lens is not None:
-            # Copy each sequence's lengths once per head: (b*h,) or (b*h, n).
+            # Copy each sequence's lengths once per head: (b*h,) or (b*h, q).
             lens = lens.repeat_interleave(self.num_heads, dim=0)
-        heads = self.attention(Q, K, V, lens)  # (b*h, n, p)
-        b, n, m = queries.shape[0], queries.shape[1], keys.shape[1]
+        heads = self.attention(Q, K, V, lens)  # (b*h, q, p)
+        b, q, n = queries.shape[0], queries.shape[1], keys.shape[1]
         self.attention_weights = self.attention.attention_weights.reshape(
-            b, self.num_heads, n, m
-        )  # (b, h, n, m)
-        return self.W_o(self.merge_heads(heads))  # (b, n, D)
+            b, self.num_heads, q, n
+        )  # (b, h, q, n)
+        return self.W_o(self.merge_heads(heads))  # (b, q, D)
 
     def extra_repr(self) -> str:
         return f"num_hiddens={self.num_hiddens}, num_heads={self.num_heads}"

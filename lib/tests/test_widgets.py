@@ -310,6 +310,91 @@ def test_valid_length_counts_keys_and_queries_from_0():
     assert "Key 0 takes all" in explorer.alt_text(1)
 
 
+def test_two_controls_kernel_menu_beside_the_width_slider():
+    explorer = widgets.kernel_width_explorer(kernels="all")
+    assert isinstance(explorer.menu, ipywidgets.Dropdown)
+    assert explorer.controls == [explorer.slider, explorer.menu]
+    assert explorer.states[:2] == [(0.05, "gaussian"), (0.05, "boxcar")]
+    assert len(explorer.states) == 14 * 4
+    # frame(value) uses the menu's current kernel; frame(value, other) picks one.
+    assert explorer.frame(0.5) == explorer.frame(0.5, "gaussian")
+    assert explorer.frame(0.5, "boxcar") != explorer.frame(0.5, "gaussian")
+    before = explorer.image.value
+    explorer.menu.value = "epanechnikov"
+    try:
+        assert explorer.image.value == explorer.frame(0.5, "epanechnikov") != before
+        assert "epanechnikov" in explorer._renderer._dynamic[-1].get_text()
+        assert repr(explorer) == "KernelWidthExplorer(kernel='epanechnikov', width=0.5, 56 stops)"
+    finally:
+        explorer.menu.value = "gaussian"
+    with pytest.raises(ValueError, match="other.*triangle"):
+        explorer.frame(0.5, "triangle")
+    single = widgets.kernel_width_explorer()
+    with pytest.raises(TypeError, match="one control"):
+        single.frame(0.5, "boxcar")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"kernels": ["gaussian"]}, "at least 2"),
+        ({"kernels": ["gaussian", "triangle"]}, r"kernels\[1\].*triangle"),
+        ({"kernels": ["gaussian", "gaussian"]}, "repeat"),
+        ({"kernels": ["boxcar", "constant"]}, "kernel must be one of kernels"),
+        ({"kernels": "gaussian"}, "'all' or at least 2"),
+    ],
+)
+def test_kernel_menu_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        widgets.kernel_width_explorer(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("make", "kwargs", "error", "match"),
+    [
+        (widgets.query_position_explorer, {"values": [1.0]}, ValueError, "at least 2"),
+        (widgets.query_position_explorer, {"values": ["a", 2]}, TypeError, r"values\[0\]"),
+        (widgets.query_position_explorer, {"width": 0}, ValueError, "width"),
+        (widgets.query_position_explorer, {"step": 0.3}, ValueError, "step.*0.3"),
+        (widgets.query_position_explorer, {"value": 0.1}, ValueError, "value.*0.1"),
+        (widgets.dimension_explorer, {"dims": [4, 2]}, ValueError, "increasing"),
+        (widgets.dimension_explorer, {"dims": [0, 2]}, ValueError, r"dims\[0\]"),
+        (widgets.dimension_explorer, {"n_keys": 1}, ValueError, "n_keys"),
+        (widgets.dimension_explorer, {"value": 7}, ValueError, "value.*7"),
+    ],
+)
+def test_new_explorers_bad_input(make, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make(**kwargs)
+
+
+def test_query_position_frames_follow_nadaraya_watson():
+    explorer = widgets.query_position_explorer()
+    renderer = explorer._renderer
+    keys = torch.arange(10.0)
+    values = torch.tensor(widgets.DEFAULT_VALUES)
+    for x in (0.0, 3.5, 9.0):
+        explorer.frame(x)
+        outputs, weights = nadaraya_watson(keys, values, torch.tensor([x]), "gaussian", 1.0)
+        tops = [path.vertices[2][1] for path in renderer._dynamic[0].get_paths()]
+        np.testing.assert_allclose(tops, weights[0].numpy(), rtol=1e-6)
+        assert renderer._dynamic[2].get_ydata()[0] == pytest.approx(float(outputs[0]))
+
+
+def test_dimension_frames_follow_the_scores():
+    explorer = widgets.dimension_explorer(dims=[1, 4, 64], value=4)
+    generator = torch.Generator().manual_seed(0)
+    query = torch.randn(64, generator=generator)
+    keys = torch.randn(10, 64, generator=generator)
+    renderer = explorer._renderer
+    for d in (1, 4, 64):
+        explorer.frame(d)
+        raw = keys[:, :d] @ query[:d]
+        for collection, scores in zip(renderer._dynamic[:2], (raw, raw / d**0.5)):
+            tops = [p.vertices[2][1] for p in collection.get_paths()]
+            np.testing.assert_allclose(tops, torch.softmax(scores, -1).numpy(), rtol=1e-5)
+
+
 def test_training_steps_frames_follow_the_log():
     log = small_training_log()
     explorer = widgets.training_steps_explorer(log, examples=6)

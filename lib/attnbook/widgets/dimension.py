@@ -18,7 +18,7 @@ import torch
 from matplotlib.figure import Figure
 
 from .. import _validate
-from ._core import Explorer, Renderer, range_control
+from ._core import Explorer, Renderer, bars, range_control, set_bar_heights
 
 DEFAULT_DIMS = (1, 2, 3, 5, 8, 12, 20, 32, 50, 80, 128, 200, 320, 512)
 _SAMPLES = 2000  # random queries behind the mean curves of the right panel
@@ -63,18 +63,32 @@ class _DimensionRenderer(Renderer):
         axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 1.05]})
         fig.subplots_adjust(left=0.06, right=0.98, bottom=0.16, top=0.8, wspace=0.32)
         dynamic = []
-        titles = []
-        for which, (ax, weights, colour) in enumerate(
-            ((axes[0], unscaled, "tab:orange"), (axes[1], scaled, "tab:blue"))
+        labels = []
+        for which, (ax, weights, colour, name) in enumerate(
+            (
+                (axes[0], unscaled, "tab:orange", "softmax(q\u00b7k)"),
+                (axes[1], scaled, "tab:blue", "softmax(q\u00b7k / \u221ad)"),
+            )
         ):
-            bars = ax.bar(positions, weights.numpy(), color=colour, width=0.7)
+            dynamic.append(bars(ax, positions, weights.numpy(), 0.7, colour))
             ax.axhline(1 / self.n_keys, color="0.6", linestyle=":", linewidth=1)
             ax.set_ylim(0, 1.0)
             ax.set_xlim(-0.6, self.n_keys - 0.4)
             ax.set_xticks(positions)
             ax.set_xlabel("key")
-            titles.append(ax.set_title(self._panel_title(d, which), fontsize="medium"))
-            dynamic.extend(bars.patches)
+            ax.set_title(name, fontsize="medium")
+            # Only the number changes: few glyphs to draw per stop.
+            labels.append(
+                ax.text(
+                    0.97,
+                    0.95,
+                    self._largest_label(d, which),
+                    transform=ax.transAxes,
+                    ha="right",
+                    va="top",
+                    fontsize="small",
+                )
+            )
         axes[0].set_ylabel("attention weight")
         ax = axes[2]
         for name, colour, marker in (
@@ -100,26 +114,31 @@ class _DimensionRenderer(Renderer):
             markerfacecolor="none",
         )
         cursor = ax.axvline(d, color="0.3", linestyle="--", linewidth=1)
-        title = fig.suptitle(self._title(d), fontsize="large")
-        return [*dynamic, *titles, here, cursor, title]
+        fig.text(
+            0.5,
+            0.93,
+            f"one query, {self.n_keys} keys, vectors of size",
+            ha="right",
+            va="baseline",
+            fontsize="large",
+        )
+        title = fig.text(0.505, 0.93, self._title(d), ha="left", va="baseline", fontsize="large")
+        return [*dynamic, *labels, here, cursor, title]
 
     def _title(self, d: int) -> str:
-        return f"one query, {self.n_keys} keys, vectors of size d = {d}"
+        return f"d = {d}"
 
-    def _panel_title(self, d: int, which: int) -> str:
-        weights = self._weights[d][which]
-        name = ("q\u00b7k", "q\u00b7k / \u221ad")[which]
-        return f"{name}: largest {float(weights.max()):.2f}"
+    def _largest_label(self, d: int, which: int) -> str:
+        return f"largest {float(self._weights[d][which].max()):.2f}"
 
     def _update(self, d: int) -> None:
-        n = self.n_keys
-        patches = self._dynamic[: 2 * n]
-        title_u, title_s, here, cursor, title = self._dynamic[2 * n :]
+        bars_u, bars_s, label_u, label_s, here, cursor, title = self._dynamic
         unscaled, scaled = self._weights[d]
-        for patch, weight in zip(patches, [*unscaled.tolist(), *scaled.tolist()]):
-            patch.set_height(weight)
-        title_u.set_text(self._panel_title(d, 0))
-        title_s.set_text(self._panel_title(d, 1))
+        positions = np.arange(self.n_keys)
+        set_bar_heights(bars_u, positions, unscaled.numpy(), 0.7)
+        set_bar_heights(bars_s, positions, scaled.numpy(), 0.7)
+        label_u.set_text(self._largest_label(d, 0))
+        label_s.set_text(self._largest_label(d, 1))
         here.set_data([d, d], [float(unscaled.max()), float(scaled.max())])
         cursor.set_xdata([d, d])
         title.set_text(self._title(d))
