@@ -221,3 +221,10 @@ def test_prose_chapter_structure():
     assert len(re.findall(r"\w+", text)) >= 1200
     for figure in re.findall(r"```\{figure\}[^`]*```", text):
         assert ":alt:" in figure and ":name:" in figure
+
+
+def test_preface_links_its_scale_claim_to_attention_learns():
+    # The preface says the square root matters for gradients; chapter 8 shows it in training.
+    text = (BOOK / "intro.md").read_text()
+    claim = text.index("passes almost no gradient back")
+    assert "<chap-attention-learns>" in text[claim : claim + 200]
