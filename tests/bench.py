@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from attnbook import widgets
+from attnbook.training import RecallAttention, train_recall
 from attnbook.widgets._core import encode_png
 
 from ._site import CHROMIUM, CHROMIUM_ARGS, SITE, serve
@@ -41,12 +42,22 @@ def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
+def training_steps():
+    """The chapter's explorer: a recall model's snapshots (about a second of training)."""
+    log = train_recall(
+        RecallAttention(16), steps=300, batch=32, n=8, lr=0.5, record_at=list(range(0, 301, 25))
+    )
+    return widgets.training_steps_explorer(log)
+
+
 EXPLORERS = {
     "query position": widgets.query_position_explorer,
     "kernel x width": lambda: widgets.kernel_width_explorer(kernels="all"),
     "kernel width": widgets.kernel_width_explorer,
     "valid length": widgets.valid_length_explorer,
     "dimension d": widgets.dimension_explorer,
+    "offset": widgets.offset_explorer,
+    "training steps": training_steps,
 }
 # Which built page holds which explorer (the page's only one).
 PAGES = {
@@ -54,6 +65,8 @@ PAGES = {
     "attention-pooling": "kernel x width",
     "masked-softmax": "valid length",
     "scoring-functions": "dimension d",
+    "self-attention-positional-encoding": "offset",
+    "attention-learns": "training steps",
 }
 
 

@@ -23,6 +23,8 @@ EXPLORER_PAGES = {
     "book/attention-pooling.html": 1,
     "book/masked-softmax.html": 1,
     "book/scoring-functions.html": 1,
+    "book/self-attention-positional-encoding.html": 1,
+    "book/attention-learns.html": 1,
 }
 
 
@@ -139,6 +141,7 @@ ALL_EXPLORERS = [
     widgets.valid_length_explorer,
     widgets.query_position_explorer,
     widgets.dimension_explorer,
+    widgets.offset_explorer,
 ]
 
 

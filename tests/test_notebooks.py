@@ -19,6 +19,9 @@ CHAPTERS = [
     "book/attention-pooling",
     "book/masked-softmax",
     "book/scoring-functions",
+    "book/multi-head-attention",
+    "book/self-attention-positional-encoding",
+    "book/attention-learns",
     "book/references",
 ]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -51,7 +54,7 @@ def test_every_chapter_notebook_is_in_the_book():
     assert sorted(f"book/{path.stem}" for path in NOTEBOOKS) == sorted(
         name for name in CHAPTERS if (BOOK.parent / f"{name}.ipynb").exists()
     )
-    assert len(NOTEBOOKS) == 4
+    assert len(NOTEBOOKS) == 7
 
 
 def test_install_cell_matches_config():
@@ -251,3 +254,10 @@ def test_checker_hints_name_sections_that_exist():
                 assert section in headings[titles[0]], (
                     f"{checker.__name__}: {titles[0]!r} has no section {section!r}"
                 )
+
+
+def test_preface_links_its_scale_claim_to_attention_learns():
+    # The preface says the square root matters for gradients; chapter 8 shows it in training.
+    text = (BOOK / "intro.md").read_text()
+    claim = text.index("passes almost no gradient back")
+    assert "<chap-attention-learns>" in text[claim : claim + 200]

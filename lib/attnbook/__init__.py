@@ -15,9 +15,13 @@ _SUBMODULES = (
     "data",
     "kernels",
     "masking",
+    "multihead",
     "plotting",
+    "positional",
+    "recall",
     "pooling",
     "scoring",
+    "training",
     "widgets",
 )
 

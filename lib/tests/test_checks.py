@@ -740,3 +740,80 @@ def test_check_report_defaults_are_not_shared():
     a.failures.append("x")
     assert b.lines == [] and b.failures == []
     assert repr(b) == "b: all 0 cases passed."
+
+
+# ---------------------------------------------------------------- attention that learns
+
+
+def accuracy_ok(weights, index):
+    hits = [row.tolist().index(max(row.tolist())) == int(i) for row, i in zip(weights, index)]
+    return torch.tensor(sum(hits) / len(hits))
+
+
+def accuracy_wrong_axis(weights, index):
+    return (weights.argmax(0) == index).float().mean()
+
+
+def accuracy_counts(weights, index):
+    return (weights.argmax(-1) == index).float().sum()
+
+
+def accuracy_smallest(weights, index):
+    return (weights.argmin(-1) == index).float().mean()
+
+
+def test_check_right_key_accuracy_accepts_a_loop():
+    report = checks.check_right_key_accuracy(accuracy_ok)
+    assert report.passed, repr(report)
+    assert len(report.lines) == 4
+
+
+@pytest.mark.parametrize(
+    ("wrong", "failing", "hint"),
+    [
+        (accuracy_wrong_axis, "a square (3, 3) batch", "last axis"),
+        (accuracy_counts, "4 rows, the right key largest in 2 of them", "divide by the rows"),
+        (accuracy_smallest, "every row right", None),
+    ],
+)
+def test_check_right_key_accuracy_rejects_mistakes(wrong, failing, hint):
+    report = checks.check_right_key_accuracy(wrong)
+    assert not report.passed
+    assert failing in report.failures
+    if hint:
+        assert hint in repr(report)
+
+
+def two_part_ok(values, first, second):
+    half = values.shape[-1] // 2
+    rows = []
+    for b in range(values.shape[0]):
+        rows.append(torch.cat([values[b, first[b], :half], values[b, second[b], half:]]))
+    return torch.stack(rows)[:, None, :]
+
+
+def two_part_swapped(values, first, second):
+    return two_part_ok(values, second, first)
+
+
+def two_part_whole_first(values, first, second):
+    return values[torch.arange(values.shape[0]), first][:, None, :]
+
+
+def two_part_every_example(values, first, second):  # fancy indexing without the batch index
+    half = values.shape[-1] // 2
+    return torch.cat([values[:, first, :half], values[:, second, half:]], -1)[:, :1]
+
+
+def test_check_two_part_targets_accepts_a_loop():
+    report = checks.check_two_part_targets(two_part_ok)
+    assert report.passed, repr(report)
+    assert len(report.lines) == 3
+
+
+@pytest.mark.parametrize("wrong", [two_part_swapped, two_part_whole_first, two_part_every_example])
+def test_check_two_part_targets_rejects_mistakes(wrong):
+    report = checks.check_two_part_targets(wrong)
+    assert not report.passed
+    assert "values (4, 5, 6)" in report.failures
+    assert "hint:" in repr(report)

@@ -20,6 +20,7 @@ from attnbook import widgets
 from attnbook.data import make_regression_data
 from attnbook.masking import masked_softmax
 from attnbook.pooling import nadaraya_watson
+from attnbook.training import RecallAttention, train_recall
 
 EXPLORERS = {
     "kernel_width": widgets.kernel_width_explorer,
@@ -27,7 +28,16 @@ EXPLORERS = {
     "valid_length": widgets.valid_length_explorer,
     "query_position": widgets.query_position_explorer,
     "dimension": widgets.dimension_explorer,
+    "offset": widgets.offset_explorer,
+    "training_steps": lambda: widgets.training_steps_explorer(small_training_log()),
 }
+
+
+def small_training_log():
+    model = RecallAttention(8, seed=0)
+    return train_recall(
+        model, steps=40, batch=16, n=5, lr=1.0, record_at=[5, 10, 20], probe_size=32
+    )
 
 
 @pytest.fixture(scope="module", params=list(EXPLORERS))
@@ -383,3 +393,57 @@ def test_dimension_frames_follow_the_scores():
         for collection, scores in zip(renderer._dynamic[:2], (raw, raw / d**0.5)):
             tops = [p.vertices[2][1] for p in collection.get_paths()]
             np.testing.assert_allclose(tops, torch.softmax(scores, -1).numpy(), rtol=1e-5)
+
+
+def test_training_steps_frames_follow_the_log():
+    log = small_training_log()
+    explorer = widgets.training_steps_explorer(log, examples=6)
+    renderer = explorer._renderer
+    assert explorer.stops == [0, 5, 10, 20, 40]
+    for i, step in enumerate(explorer.stops):
+        explorer.frame(step)
+        image, *outlines, marker, title = renderer._dynamic
+        np.testing.assert_allclose(image.get_array(), log.weights[i][:6, 0].numpy(), rtol=1e-6)
+        assert list(marker.get_xdata()) == [step, step]
+        assert title.get_text().startswith(f"step {step}: probe loss {log.probe_losses[i]:.2f}")
+        assert [o.get_x() + 0.5 for o in outlines] == log.probe.index[:6, 0].tolist()
+        assert [o.get_y() + 0.5 for o in outlines] == list(range(6))
+
+
+def test_training_steps_alt_text_counts_from_the_weights():
+    log = small_training_log()
+    explorer = widgets.training_steps_explorer(log, examples=4)
+    weights = log.weights[-1][:4, 0]
+    right = log.probe.index[:4, 0]
+    hits = int((weights.argmax(-1) == right).sum())
+    on_right = float(weights[torch.arange(4), right].mean())
+    text = explorer.alt_text(40)
+    assert f"is the largest weight for {hits} of the 4 queries" in text
+    assert f"holds {on_right:.2f} of the weight" in text
+    assert f"loss {log.probe_losses[-1]:.2f}" in text
+    assert repr(explorer) == "TrainingStepsExplorer(step=0, examples=4, head=0, 5 stops)"
+
+
+def test_training_steps_shows_the_chosen_head():
+    log = train_recall(RecallAttention(8, num_heads=2, seed=0), steps=5, n=4, parts=2, probe_size=8)
+    explorer = widgets.training_steps_explorer(log, head=1, value=5)
+    image = explorer._renderer._dynamic[0]
+    explorer.frame(5)
+    np.testing.assert_allclose(image.get_array(), log.weights[-1][:8, 1].numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"log": "log"}, TypeError, "log must be a TrainingLog"),
+        ({"examples": 0}, ValueError, "examples must be at least 1"),
+        ({"examples": 33}, ValueError, r"examples must lie in \[0, 32\], got 33"),
+        ({"head": 1}, ValueError, r"head must lie in \[0, 0\], got 1"),
+        ({"head": 0.0}, TypeError, "head must be an integer"),
+        ({"value": 7}, ValueError, "value must be one of the recorded steps"),
+    ],
+)
+def test_training_steps_explorer_bad_input(kwargs, error, match):
+    args = {"log": small_training_log()} | kwargs
+    with pytest.raises(error, match=match):
+        widgets.training_steps_explorer(**args)

@@ -16,13 +16,18 @@ from ._core import (
 )
 from .dimension import DEFAULT_DIMS, DimensionExplorer, dimension_explorer
 from .kernel_width import DEFAULT_WIDTHS, KernelWidthExplorer, kernel_width_explorer
+from .offset import DEFAULT_OFFSETS, OffsetExplorer, offset_explorer
 from .query_position import DEFAULT_VALUES, QueryPositionExplorer, query_position_explorer
+from .training_steps import TrainingStepsExplorer, training_steps_explorer
 from .valid_length import ValidLengthExplorer, valid_length_explorer
 
 __all__ = [
     "DEFAULT_DIMS",
     "DEFAULT_VALUES",
     "DimensionExplorer",
+    "DEFAULT_OFFSETS",
+    "OffsetExplorer",
+    "offset_explorer",
     "QueryPositionExplorer",
     "dimension_explorer",
     "query_position_explorer",
@@ -32,10 +37,12 @@ __all__ = [
     "Explorer",
     "KernelWidthExplorer",
     "Renderer",
+    "TrainingStepsExplorer",
     "ValidLengthExplorer",
     "kernel_width_explorer",
     "menu_control",
     "range_control",
     "static_mode",
+    "training_steps_explorer",
     "valid_length_explorer",
 ]
