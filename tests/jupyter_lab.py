@@ -23,7 +23,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
