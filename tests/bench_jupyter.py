@@ -127,8 +127,8 @@ def measure(lab_page: LabNotebook, explorer, control) -> dict:
 
 def label_of(explorer, control) -> str:
     text = control.evaluate(
-        """el => { const box = el.closest('.widget-slider, .widget-dropdown, .widget-toggle-buttons,
-                                       .jupyter-widgets') || el;
+        """el => { const kinds = '.widget-slider, .widget-dropdown, .widget-toggle-buttons';
+                   const box = el.closest(kinds) || el.closest('.jupyter-widgets') || el;
                    const label = box.querySelector('.widget-label');
                    return label ? label.textContent : ''; }"""
     )
