@@ -19,7 +19,7 @@ NBVAL := -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval-sanitize.
 PORT ?= 8000
 
 .PHONY: help install colab-env lint book test test-lib test-book test-notebooks test-widgets-ipyw7 \
-        colab lab notebooks serve bench clean
+        test-jupyter pdf colab lab notebooks serve bench clean
 
 help:
 	@echo "make book       build the website into _build/html (strict)"
@@ -29,7 +29,9 @@ help:
 	@echo "make lab        open the chapters in JupyterLab"
 	@echo "make notebooks  re-execute notebooks in place (NB=... for one) to accept changes"
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
-	@echo "make bench      slider redraw benchmark and static page sizes"
+	@echo "make test-jupyter  drive every explorer with the keyboard in a real JupyterLab"
+	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
+	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
 	@echo "make clean      remove _build"
 
 $(STAMP): requirements.txt lib/pyproject.toml
@@ -57,10 +59,21 @@ colab-env: $(COLAB_LIB)
 # The chapters' kernels read book/_ext/ipython_kernel_config.py (it drops
 # ipykernel's notice about local TCP, see its docstring) from a profile in _build.
 KERNEL_IPYTHONDIR := $(CURDIR)/_build/ipython
+BUILD_BOOK := ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/jupyter-book build . -W -n --keep-going
 book: $(STAMP)
 	mkdir -p $(KERNEL_IPYTHONDIR)/profile_default
 	cp book/_ext/ipython_kernel_config.py $(KERNEL_IPYTHONDIR)/profile_default/
-	ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/jupyter-book build . -W -n --keep-going
+	$(BUILD_BOOK)
+
+# The whole book on paper: one HTML page (Jupyter Book's singlehtml builder,
+# same executed notebooks as `make book`), printed by headless Chromium with
+# each explorer as small multiples (tests/print_book.py), then checked.
+pdf: $(STAMP)
+	mkdir -p $(KERNEL_IPYTHONDIR)/profile_default
+	cp book/_ext/ipython_kernel_config.py $(KERNEL_IPYTHONDIR)/profile_default/
+	$(BUILD_BOOK) --builder custom --custom-builder singlehtml
+	$(BIN)/python -m tests.print_book
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_pdf.py
 
 ifeq ($(NB),)
 test: $(STAMP) lint test-lib book test-book test-notebooks test-widgets-ipyw7
@@ -76,8 +89,13 @@ lint: $(STAMP)
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q lib/tests
 
+# The JupyterLab run and the PDF check have targets of their own (slower).
 test-book: $(STAMP)
-	$(BIN)/python -m pytest -p no:cacheprovider -q tests
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests \
+	  --ignore=tests/test_jupyter.py --ignore=tests/test_pdf.py
+
+test-jupyter: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_jupyter.py
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest $(NBVAL) $(NOTEBOOKS)
@@ -100,6 +118,7 @@ serve:
 
 bench: $(STAMP) book
 	$(BIN)/python -m tests.bench
+	$(BIN)/python -m tests.bench_jupyter
 
 clean:
 	rm -rf _build

@@ -1,0 +1,114 @@
+"""Headless Chromium for the reading tests: offline pages, explorers found in the DOM.
+
+Chromium is Debian's package (/usr/bin/chromium); Playwright never downloads a
+browser here. Every request that is not to 127.0.0.1 (or a data:/blob: URL) is
+aborted and recorded, and console errors are recorded too.
+
+Explorers are found by the fragment contract that every explorer keeps: the
+root element has the class ``attnbook-explorer``; its controls are native
+``<input type="range">`` and ``<select>`` elements, each with an ``<output>``;
+the current picture is inside one element of class ``attnbook-view`` (older
+fragments without it: the explorer's visible images).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ._site import CHROMIUM, CHROMIUM_ARGS
+
+
+@contextmanager
+def chromium() -> Iterator:
+    """A headless Debian Chromium, closed afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        raise AssertionError(f"{CHROMIUM} is missing: install Debian's chromium (see .ci/run)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class Offline:
+    """A browser context that may only talk to 127.0.0.1; records errors and blocked requests.
+
+    ``context_args`` go to ``browser.new_context`` (viewport, color_scheme, ...).
+    """
+
+    def __init__(self, browser, **context_args):
+        self.context = browser.new_context(**context_args)
+        self.page = self.context.new_page()
+        self.blocked: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("console", self._on_console)
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.context.route("**/*", self._route)
+
+    def _route(self, route):
+        url = urlparse(route.request.url)
+        if url.scheme in ("data", "blob") or url.hostname in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            self.blocked.append(route.request.url)
+            route.abort()
+
+    def _on_console(self, message):
+        if message.type == "error":
+            self.errors.append(message.text)
+
+    def close(self):
+        self.context.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# The picture an explorer shows now: the one visible <img> (or <canvas>) inside
+# its .attnbook-view, else inside the explorer. Returns a string that changes
+# whenever the picture does (its source, or its pixels for a canvas).
+PICTURE_JS = """root => {
+    const view = root.querySelector('.attnbook-view') || root;
+    const shown = [...view.querySelectorAll('img, canvas')].filter(el => {
+        const box = el.getBoundingClientRect();
+        return !el.hidden && box.width > 0 && box.height > 0;
+    });
+    if (shown.length !== 1) return {count: shown.length, key: null, width: 0, natural: 0};
+    const el = shown[0];
+    const key = el.tagName === 'IMG' ? el.currentSrc || el.src : el.toDataURL();
+    return {count: 1, key, width: el.getBoundingClientRect().width,
+            natural: el.tagName === 'IMG' ? el.naturalWidth : el.width,
+            complete: el.tagName === 'IMG' ? el.complete : true};
+}"""
+
+
+def picture(explorer) -> dict:
+    """What ``explorer`` (a Locator of one .attnbook-explorer) shows now."""
+    return explorer.evaluate(PICTURE_JS)
+
+
+def controls(explorer) -> list:
+    """The explorer's native controls (range inputs and selects), in DOM order."""
+    found = explorer.locator("input[type=range], select")
+    return [found.nth(i) for i in range(found.count())]
+
+
+def step_control(page, control) -> None:
+    """Move one control one stop with the keyboard (wrapping back at the end)."""
+    control.focus()
+    tag = control.evaluate("el => el.tagName")
+    if tag == "SELECT":
+        last = control.evaluate("el => el.selectedIndex === el.options.length - 1")
+        page.keyboard.press("Home" if last else "ArrowDown")
+    else:
+        at_max = control.evaluate("el => Number(el.value) >= Number(el.max)")
+        page.keyboard.press("Home" if at_max else "ArrowRight")

@@ -1,0 +1,132 @@
+"""The printed book (`make pdf` writes it, then runs this file).
+
+Every chapter title is in the PDF, no raw TeX is left in its text (a ``$`` or
+a TeX command is allowed only inside a line of the book's own code), the
+notebooks' figures and the explorers' small multiples are there as images,
+the SVG figures' captions are there, and the heading outline exists.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import pytest
+
+from ._site import BOOK, ROOT, read_notebook, toc_files
+from .print_book import OUTPUT, STOPS
+
+TEX = re.compile(r"\$|\\[A-Za-z]+")
+
+
+def normal(text: str) -> str:
+    """NFKC (ligatures such as 'fi' back to letters) and single spaces."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
+
+
+@pytest.fixture(scope="module")
+def pdf():
+    from pypdf import PdfReader
+
+    if not OUTPUT.exists():
+        raise AssertionError(f"no {OUTPUT.relative_to(ROOT)}: run `make pdf`")
+    reader = PdfReader(str(OUTPUT))
+    texts = [page.extract_text() or "" for page in reader.pages]
+    return reader, texts
+
+
+def chapter_title(name: str) -> str:
+    path = ROOT / f"{name}.md"
+    if path.exists():
+        lines = path.read_text(encoding="utf-8").splitlines()
+    else:
+        notebook = read_notebook(ROOT / f"{name}.ipynb")
+        lines = [
+            line
+            for cell in notebook.cells
+            if cell.cell_type == "markdown"
+            for line in cell.source.splitlines()
+        ]
+    return next(line[2:].strip() for line in lines if line.startswith("# "))
+
+
+def code_lines() -> set[str]:
+    """Every line of code the book shows (code cells, fenced code in the prose)."""
+    lines = set()
+    for name in toc_files():
+        path = ROOT / f"{name}.ipynb"
+        if path.exists():
+            for cell in read_notebook(path).cells:
+                if cell.cell_type == "code":
+                    lines.update(normal(line) for line in cell.source.splitlines())
+        else:
+            text = (ROOT / f"{name}.md").read_text(encoding="utf-8")
+            for block in re.findall(r"```[^\n]*\n(.*?)```", text, flags=re.S):
+                lines.update(normal(line) for line in block.splitlines())
+    return {line for line in lines if line}
+
+
+def is_code(line: str, code: set[str]) -> bool:
+    line = normal(line)
+    return any(line in source or source in line for source in code if len(source) >= 8)
+
+
+def test_every_chapter_title_is_printed(pdf):
+    _, texts = pdf
+    whole = normal(" ".join(texts))
+    missing = [title for title in map(chapter_title, toc_files()) if normal(title) not in whole]
+    assert missing == []
+
+
+def test_no_raw_tex_outside_code(pdf):
+    _, texts = pdf
+    code = code_lines()
+    leaks = [
+        f"page {number}: {line.strip()[:100]}"
+        for number, text in enumerate(texts, start=1)
+        for line in text.splitlines()
+        if TEX.search(line) and not is_code(line, code)
+    ]
+    assert leaks == [], "raw TeX in the printed text"
+
+
+def test_figures_are_printed(pdf):
+    reader, texts = pdf
+    pngs = sum(
+        "image/png" in output.get("data", {})
+        for path in sorted(BOOK.glob("*.ipynb"))
+        for cell in read_notebook(path).cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+    )
+    explorers = sum(
+        "_explorer(" in cell.source
+        for path in sorted(BOOK.glob("*.ipynb"))
+        for cell in read_notebook(path).cells
+        if cell.cell_type == "code"
+    )
+    images = sum(len(page.images) for page in reader.pages)
+    assert images >= pngs + explorers * STOPS, (images, pngs, explorers)
+    whole = normal(" ".join(texts))
+    for name in toc_files():
+        path = ROOT / f"{name}.md"
+        if not path.exists():
+            continue
+        for caption in re.findall(
+            r"```\{figure\}[^\n]*\n(?::[^\n]*\n)*\n([^\n]+)", path.read_text(encoding="utf-8")
+        ):
+            assert normal(caption)[:40] in whole, f"figure caption missing: {caption[:60]}"
+
+
+def test_outline_lists_the_chapters(pdf):
+    reader, _ = pdf
+
+    def titles(items):
+        for item in items:
+            if isinstance(item, list):
+                yield from titles(item)
+            else:
+                yield normal(item.title)
+
+    found = set(titles(reader.outline))
+    assert normal(chapter_title(toc_files()[1])) in found, sorted(found)[:10]

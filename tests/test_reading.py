@@ -1,0 +1,202 @@
+"""The built site as different readers meet it: a screen reader, a phone, dark mode.
+
+* Accessibility: axe-core (bundled in axe-playwright-python, nothing from a CDN)
+  audits every built page in the theme's light and dark mode; no serious or
+  critical violation is allowed.
+* Phones: at 390 CSS px, figures and explorer pictures keep their natural size
+  (they scroll sideways in their own box), so the text inside them stays at
+  its drawn size; the SVG figures' smallest text is measured; the page itself
+  never scrolls sideways.
+* Dark mode: pictures are not dimmed, sit on a white card, and the explorer is
+  not wrapped in the theme's grey output box. Screenshots of the checked
+  elements are written to _build/screenshots/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageStat
+
+from ._offline import Offline, chromium, picture
+from ._site import ROOT, SITE, require_site, serve
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+MIN_TEXT_PX = 9.0
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+BLOCKING = ("serious", "critical")
+
+
+def built_pages() -> list[str]:
+    """Every page of the site, less redirects (index.html forwards to the preface)."""
+    site = require_site()
+    return sorted(
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
+        if not {"_static", "_sources", "_images"} & set(p.parts)
+        and 'http-equiv="refresh"' not in p.read_text(encoding="utf-8")[:2000].lower()
+    )
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    with serve(require_site()) as base:
+        yield base
+
+
+def blocking_violations(page) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    response = Axe().run(page).response
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']}; e.g. {v['nodes'][0]['html'][:160]}"
+        for v in response["violations"]
+        if v["impact"] in BLOCKING
+    ]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_page_passes_axe(browser, site_url, scheme):
+    failures = {}
+    for path in built_pages():
+        with Offline(browser, color_scheme=scheme, viewport=DESKTOP) as offline:
+            offline.page.goto(f"{site_url}/{path}", wait_until="load")
+            assert offline.page.evaluate("document.documentElement.dataset.theme") == scheme
+            found = blocking_violations(offline.page)
+            if found:
+                failures[path] = found
+    assert failures == {}, f"axe-core, {scheme} mode: {failures}"
+
+
+def test_axe_catches_a_critical_violation(browser, site_url):
+    """The audit is not blind: the references page's old markup fails it."""
+    with Offline(browser) as offline:
+        offline.page.goto(f"{site_url}/book/references.html", wait_until="load")
+        offline.page.evaluate(
+            """() => document.querySelectorAll('.citation-list > [role=listitem]')
+                .forEach(el => el.setAttribute('role', 'doc-biblioentry'))"""
+        )
+        assert any("aria-required-children" in v for v in blocking_violations(offline.page))
+
+
+def svg_min_font(path: Path) -> float:
+    """The smallest font-size (user units) written in an SVG file."""
+    sizes = re.findall(r'font-size[=:]\s*"?([0-9.]+)', path.read_text(encoding="utf-8"))
+    assert sizes, f"{path} has no font-size"
+    return min(float(size) for size in sizes)
+
+
+# Every picture of a page's content: figures, cell outputs, explorer pictures.
+PICTURES_JS = """() => [...document.querySelectorAll(
+        '.bd-content figure img, .bd-content .cell_output img')]
+    .filter(img => !img.hidden && img.getBoundingClientRect().width > 0)
+    .map(img => ({src: img.getAttribute('src'), shown: img.getBoundingClientRect().width,
+                  natural: img.naturalWidth}))"""
+
+
+def phone_report(page, page_path: str) -> list[dict]:
+    """Each picture's displayed scale and smallest text (SVG) at phone width."""
+    rows = []
+    for img in page.evaluate(PICTURES_JS):
+        row = {"page": page_path, "src": img["src"][:60], "scale": img["shown"] / img["natural"]}
+        if img["src"].endswith(".svg"):
+            source = (SITE / Path(page_path).parent / img["src"]).resolve()
+            row["text_px"] = svg_min_font(source) * row["scale"]
+        rows.append(row)
+    return rows
+
+
+def test_phone_keeps_figures_legible(browser, site_url):
+    too_small = []
+    measured = []
+    for path in built_pages():
+        with Offline(browser, viewport=PHONE, is_mobile=True) as offline:
+            offline.page.goto(f"{site_url}/{path}", wait_until="load")
+            overflow = offline.page.evaluate(
+                "document.scrollingElement.scrollWidth - window.innerWidth"
+            )
+            assert overflow <= 1, f"{path} scrolls sideways by {overflow}px at 390px"
+            for row in phone_report(offline.page, path):
+                measured.append(row)
+                if row["scale"] < 0.99 or row.get("text_px", MIN_TEXT_PX) < MIN_TEXT_PX:
+                    too_small.append(row)
+            explorers = offline.page.locator(".attnbook-explorer")
+            if explorers.count():
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                explorers.first.scroll_into_view_if_needed()
+                offline.page.screenshot(path=str(SCREENSHOTS / f"{Path(path).stem}-phone.png"))
+            for i in range(explorers.count()):
+                shown = picture(explorers.nth(i))
+                row = {"page": path, "src": "explorer", "scale": shown["width"] / shown["natural"]}
+                measured.append(row)
+                if row["scale"] < 0.99:
+                    too_small.append(row)
+    assert measured, "no picture found on any page"
+    assert too_small == [], f"shrunk below natural size at 390px: {too_small}"
+
+
+def mean_luminance(png: bytes) -> float:
+    picture_ = Image.open(io.BytesIO(png)).convert("L")
+    box = picture_.size
+    centre = picture_.crop((box[0] // 4, box[1] // 4, 3 * box[0] // 4, 3 * box[1] // 4))
+    return ImageStat.Stat(centre).mean[0]
+
+
+def dark_mode_checks(page) -> dict:
+    return page.evaluate(
+        """() => {
+            const imgs = [...document.querySelectorAll(
+                '.bd-content figure img, .bd-content .cell_output img')]
+                .filter(img => !img.hidden && img.getBoundingClientRect().width > 0);
+            const boxes = [...document.querySelectorAll('.attnbook-explorer')]
+                .map(el => el.closest('.text_html, .output') || el);
+            return {
+                filters: imgs.map(img => getComputedStyle(img).filter),
+                cards: imgs.map(img => getComputedStyle(img).backgroundColor),
+                boxes: boxes.map(el => getComputedStyle(el).backgroundColor),
+                labels: [...document.querySelectorAll('.attnbook-explorer output')]
+                    .map(el => getComputedStyle(el).color),
+            };
+        }"""
+    )
+
+
+@pytest.mark.parametrize("page_path", ["book/attention-pooling.html", "book/attention-cues.html"])
+def test_dark_mode_pictures_are_not_dimmed(browser, site_url, page_path):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shots = {}
+    for scheme in ("light", "dark"):
+        with Offline(browser, color_scheme=scheme, viewport=DESKTOP) as offline:
+            page = offline.page
+            page.goto(f"{site_url}/{page_path}", wait_until="load")
+            target = page.locator(".bd-content .attnbook-explorer")
+            if target.count() == 0:
+                target = page.locator(".bd-content figure")
+            target = target.first
+            target.scroll_into_view_if_needed()
+            name = f"{Path(page_path).stem}-{scheme}"
+            target.screenshot(path=str(SCREENSHOTS / f"{name}-element.png"))
+            page.screenshot(path=str(SCREENSHOTS / f"{name}-page.png"))
+            shots[scheme] = target.locator("img:not([hidden])").first.screenshot()
+            if scheme == "dark":
+                checks = dark_mode_checks(page)
+                assert checks["filters"], "no picture found"
+                assert set(checks["filters"]) == {"none"}, checks["filters"]
+                assert set(checks["cards"]) == {"rgb(255, 255, 255)"}, checks["cards"]
+                # The theme's grey box (#ced6dd) must not wrap the explorer.
+                assert "rgb(206, 214, 221)" not in checks["boxes"], checks["boxes"]
+                for colour in checks["labels"]:
+                    red, green, blue = map(int, re.findall(r"\d+", colour)[:3])
+                    assert red + green + blue > 3 * 150, f"dark text on a dark page: {colour}"
+    light, dark = mean_luminance(shots["light"]), mean_luminance(shots["dark"])
+    assert dark >= 0.97 * light, f"picture dimmed in dark mode: {dark:.0f} vs {light:.0f}"
