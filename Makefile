@@ -85,6 +85,8 @@ endif
 lint: $(STAMP)
 	$(BIN)/ruff check --config lib/pyproject.toml lib tests book
 	$(BIN)/ruff format --config lib/pyproject.toml --check lib tests book
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(BIN)/zizmor --offline --no-progress .github/workflows
 
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q lib/tests

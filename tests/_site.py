@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import nbformat
 import yaml
@@ -58,19 +59,56 @@ def require_site() -> Path:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the folder at ``prefix`` only and answers 404 everywhere else.
+
+    GitHub Pages serves a project site under ``/<repository>/``; a page that
+    reaches for the server's root (an absolute ``/_static/...``) then breaks.
+    """
+
+    def __init__(self, *args, prefix: str = "/", **kwargs):
+        self.prefix = prefix
+        super().__init__(*args, **kwargs)
+
+    def _strip(self, path: str) -> str | None:
+        """``path`` (a request path) with the prefix cut off, or None outside it."""
+        path = urlsplit(path).path
+        if path == self.prefix.rstrip("/"):  # "/repo": the server adds the slash
+            return "/"
+        if path.startswith(self.prefix):
+            return "/" + path[len(self.prefix) :]
+        return None
+
+    def send_head(self):
+        if self._strip(self.path) is None:
+            self.send_error(404, f"outside {self.prefix}")
+            return None
+        return super().send_head()
+
+    def translate_path(self, path):
+        inside = self._strip(path)
+        if inside is None:  # send_head has answered 404 already
+            raise AssertionError(f"{path} is outside {self.prefix}")
+        return super().translate_path(inside)
+
     def log_message(self, format, *args):
         pass
 
 
 @contextmanager
-def serve(directory: Path) -> Iterator[str]:
-    """Serve ``directory`` on 127.0.0.1 (a free port) for the duration of a test."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
+def serve(directory: Path, prefix: str = "/") -> Iterator[str]:
+    """Serve ``directory`` on 127.0.0.1 (a free port) at ``prefix`` for a test.
+
+    Yields the base URL without a trailing slash, e.g. ``http://127.0.0.1:PORT``
+    or, with ``prefix="/repo/"``, ``http://127.0.0.1:PORT/repo``.
+    """
+    if not (prefix.startswith("/") and prefix.endswith("/")):
+        raise ValueError(f"prefix must start and end with '/', got {prefix!r}")
+    handler = functools.partial(_QuietHandler, directory=str(directory), prefix=prefix)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://127.0.0.1:{server.server_address[1]}{prefix.rstrip('/')}"
     finally:
         server.shutdown()
         server.server_close()

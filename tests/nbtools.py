@@ -2,6 +2,11 @@
 
     python tests/nbtools.py execute book/a.ipynb ...   # refresh stored outputs
     python tests/nbtools.py install-cell               # print the install cell
+    python tests/nbtools.py install-cell --write [book/a.ipynb ...]
+        # make every notebook's install cell match _config.yml (all by default)
+
+`execute` rewrites the install cell too, so `make notebooks` after a change
+of `repository:` in _config.yml (a fork) leaves every notebook matching it.
 
 Notebooks are executed in an empty temporary folder (so they cannot lean on
 repository files), with the live widgets (ATTNBOOK_STATIC unset), no saved
@@ -52,6 +57,35 @@ if "google.colab" in sys.modules:
     )"""
 
 
+def sync_install_cell(nb: nbformat.NotebookNode, name: str = "notebook") -> bool:
+    """Set the first code cell's source to the install cell; True if it changed.
+
+    The first code cell must already be the install cell (tagged INSTALL_TAG):
+    anything else raises ValueError rather than overwriting a cell of content.
+    """
+    first = next((cell for cell in nb.cells if cell.cell_type == "code"), None)
+    if first is None or INSTALL_TAG not in first.metadata.get("tags", []):
+        raise ValueError(
+            f"{name}: the first code cell is not the install cell (tagged {INSTALL_TAG!r})"
+        )
+    source = install_cell_source()
+    if first.source == source:
+        return False
+    first.source = source
+    return True
+
+
+def write_install_cells(paths: list[Path]) -> list[Path]:
+    """Rewrite the install cell of each notebook where it differs; the changed paths."""
+    changed = []
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        if sync_install_cell(nb, name=str(path)):
+            nbformat.write(nb, path)
+            changed.append(path)
+    return changed
+
+
 def coalesce_streams(outputs: list) -> list:
     """Merge consecutive stream outputs of the same name (how they split varies)."""
     merged: list = []
@@ -89,6 +123,7 @@ def clean_metadata(nb: nbformat.NotebookNode) -> None:
 def execute(path: Path) -> None:
     """Run a notebook top to bottom and store its outputs in place."""
     nb = nbformat.read(path, as_version=4)
+    sync_install_cell(nb, name=str(path))
     env_static = os.environ.pop("ATTNBOOK_STATIC", None)
     try:
         with tempfile.TemporaryDirectory() as workdir:
@@ -109,7 +144,14 @@ def execute(path: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["install-cell"]:
+    if argv[:2] == ["install-cell", "--write"]:
+        paths = [Path(name) for name in argv[2:]] or sorted((ROOT / "book").glob("*.ipynb"))
+        changed = write_install_cells(paths)
+        print(f"install cell rewritten in {len(changed)} of {len(paths)} notebooks")
+        for path in changed:
+            print(f"  {path}")
+        return 0
+    if argv == ["install-cell"]:
         print(install_cell_source())
         return 0
     if argv[:1] == ["execute"] and len(argv) > 1:
