@@ -77,6 +77,23 @@ def test_every_stop_renders_a_distinct_png(explorer):
     assert len(set(frames)) == len(frames)
 
 
+def test_live_widget_sends_stored_frames_without_redrawing(explorer, monkeypatch):
+    # Building the live widget renders every state once; a control change then
+    # only sends stored bytes (the key-press latency is the message round trip).
+    _ = explorer.widget
+    start = explorer.slider.value
+
+    def no_redraw(state):
+        raise AssertionError(f"redrew {state!r} on a control change")
+
+    monkeypatch.setattr(explorer._renderer, "png", no_redraw)
+    try:
+        for stop in explorer.stops:
+            explorer.slider.value = stop
+    finally:
+        explorer.slider.value = start
+
+
 def test_frame_does_not_depend_on_the_previous_stop(explorer):
     stops = explorer.stops
     first = explorer.frame(stops[1])

@@ -278,6 +278,7 @@ class Explorer:
         for control in controls:
             setattr(self, control.attr, control.widget)
         self.slider = controls[0].widget
+        self._pngs: dict = {}  # state -> PNG bytes, filled when the live widget is built
         self.image = ipywidgets.Image(value=self._frame_of(self._state()), format="png")
         # Natural pixel size: a flex column would otherwise stretch the picture
         # to the cell's width (JupyterLab), which blurs it.
@@ -325,12 +326,16 @@ class Explorer:
         return (main, _find(second.stops, other, "other"))
 
     def _frame_of(self, state) -> bytes:
-        return self._renderer.png(state)
+        png = self._pngs.get(state)
+        if png is None:
+            png = self._pngs[state] = self._renderer.png(state)
+        return png
 
     def frame(self, value, other=None) -> bytes:
         """PNG bytes of the picture for one stop (``other``: the second control's
-        value, default its current value). Live and static alike."""
-        return self._frame_of(self._as_state(value, other))
+        value, default its current value), drawn now by the renderer: the bytes
+        that the live image shows and the static page is built from."""
+        return self._renderer.png(self._as_state(value, other))
 
     def naive_frame(self, value, other=None) -> bytes:
         """The same picture drawn from scratch in a new figure (benchmark baseline)."""
@@ -347,6 +352,11 @@ class Explorer:
     def widget(self) -> ipywidgets.VBox:
         """The live widget: the controls above the image."""
         if self._box is None:
+            # Render every state once, up front: a key press then only sends
+            # stored bytes, and what remains of its latency is the widget
+            # message round trip (measured by `make bench`).
+            for state in self.states:
+                self._frame_of(state)
             top = self.controls[0] if len(self.controls) == 1 else ipywidgets.HBox(self.controls)
             self._box = ipywidgets.VBox([top, self.image])
         return self._box
