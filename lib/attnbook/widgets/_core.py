@@ -439,10 +439,14 @@ class Explorer:
             "show();"
             "})();"
         )
+        label_of_view = "explorer picture (scrolls sideways if the page is narrow)"
         return (
             f'<div class="attnbook-explorer" id="{uid}">\n'
             f"{controls_html}\n"
-            f'<div class="attnbook-view" style="overflow-x:auto">\n'
+            # The view scrolls sideways when the page is narrower than the picture;
+            # tabindex lets a keyboard reach and scroll it (axe: scrollable-region-focusable).
+            f'<div class="attnbook-view" tabindex="0" role="group" '
+            f'aria-label="{html.escape(label_of_view)}" style="overflow-x:auto">\n'
             f'<div class="attnbook-picture" role="img" aria-label="{default_alt}" '
             f'style="position:relative;width:{width}px;height:{height}px">\n'
             f"{pictures}\n</div>\n</div>\n"

@@ -1,0 +1,51 @@
+"""Checkers for the exercises: run the reader's function on several cases.
+
+Each ``check_*`` function calls your function on a handful of inputs, compares
+each answer with the library's reference, and returns a :class:`CheckReport`.
+In a notebook the report shows one line per case: which passed, which failed
+and why. ``bool(report)`` is True when every case passed.
+
+The cases include the classic mistakes each chapter warns about (overflow,
+``0 * log(0)``, a fill value that does not fit the dtype, ...). A failing case
+carries a hint naming the section of the chapter that explains it.
+"""
+
+from ._core import CheckReport
+from ._core import _compare as _compare  # the library's tests use these two
+from ._core import _run as _run
+from .part1 import (
+    check_causal_lengths,
+    check_entropy,
+    check_epanechnikov,
+    check_gaussian_weights,
+    check_masked_softmax,
+    check_normalize,
+    check_scaled_dot_product,
+    check_softmax,
+)
+from .part2 import (
+    check_causal_self_attention,
+    check_head_lengths,
+    check_mha_parameter_count,
+    check_right_key_accuracy,
+    check_rotation,
+    check_two_part_targets,
+)
+
+__all__ = [
+    "CheckReport",
+    "check_causal_lengths",
+    "check_causal_self_attention",
+    "check_entropy",
+    "check_epanechnikov",
+    "check_gaussian_weights",
+    "check_head_lengths",
+    "check_masked_softmax",
+    "check_mha_parameter_count",
+    "check_normalize",
+    "check_right_key_accuracy",
+    "check_rotation",
+    "check_scaled_dot_product",
+    "check_softmax",
+    "check_two_part_targets",
+]
