@@ -8,13 +8,13 @@ package (/usr/bin/chromium); Playwright never downloads a browser here.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import sync_playwright
 
 from attnbook import widgets
 
+from ._offline import Offline
 from ._site import CHROMIUM, CHROMIUM_ARGS, require_site, serve
 
 # Every built page with an explorer, and how many it holds.
@@ -38,32 +38,8 @@ def browser():
         browser.close()
 
 
-class OfflinePage:
-    """A page that may only talk to 127.0.0.1; records errors and blocked requests."""
-
-    def __init__(self, browser):
-        self.context = browser.new_context()
-        self.page = self.context.new_page()
-        self.blocked: list[str] = []
-        self.errors: list[str] = []
-        self.page.on("console", self._on_console)
-        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
-        self.context.route("**/*", self._route)
-
-    def _route(self, route):
-        url = urlparse(route.request.url)
-        if url.scheme in ("data", "blob") or url.hostname in ("127.0.0.1", "localhost"):
-            route.continue_()
-        else:
-            self.blocked.append(route.request.url)
-            route.abort()
-
-    def _on_console(self, message):
-        if message.type == "error":
-            self.errors.append(message.text)
-
-    def close(self):
-        self.context.close()
+# One offline browser context for every browser test (tests/_offline.py).
+OfflinePage = Offline
 
 
 def view_state(explorer):

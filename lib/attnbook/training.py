@@ -28,6 +28,7 @@ from torch import nn
 from . import _validate
 from .masking import masked_softmax
 from .recall import RecallBatch, _generator, make_recall_batch, right_key_accuracy
+from .scoring import _check_qkv
 
 
 class RecallAttention(nn.Module):
@@ -94,24 +95,13 @@ class RecallAttention(nn.Module):
 
         Keeps the (b, heads, m, n) weights in ``self.attention_weights``.
         """
+        _check_qkv(queries, keys, values)  # 3-D, floating, one dtype, matching batch and items
         for name, x, size in (("queries", queries, self.d), ("keys", keys, self.d)):
-            _validate.tensor(name, x, ndim=3, floating=True)
             if x.shape[-1] != size:
                 raise ValueError(f"{name} must have {size} features, got shape {tuple(x.shape)}")
-        _validate.tensor("values", values, ndim=3, floating=True)
         if values.shape[-1] != self.d_v:
             raise ValueError(
                 f"values must have {self.d_v} features, got shape {tuple(values.shape)}"
-            )
-        if not queries.shape[0] == keys.shape[0] == values.shape[0]:
-            raise ValueError(
-                "queries, keys and values must have the same batch size, got shapes "
-                f"{tuple(queries.shape)}, {tuple(keys.shape)} and {tuple(values.shape)}"
-            )
-        if keys.shape[1] != values.shape[1]:
-            raise ValueError(
-                "keys and values must hold the same number of items, got shapes "
-                f"{tuple(keys.shape)} and {tuple(values.shape)}"
             )
         b, m, _ = queries.shape
         scores = self.scores(queries, keys)  # (b, heads, m, n)
