@@ -242,12 +242,19 @@ class LabNotebook:
                 "el => el.getAttribute('aria-valuenow') === el.getAttribute('aria-valuemax')"
             )
             key = "Home" if at_end else "ArrowRight"
-        elif kind == "select" or kind == "range":
-            at_end = control.evaluate(
-                """el => el.tagName === 'SELECT' ? el.selectedIndex === el.options.length - 1
-                         : Number(el.value) >= Number(el.max)"""
-            )
-            key = "Home" if at_end else ("ArrowDown" if kind == "select" else "ArrowRight")
+        elif kind == "select":
+            # A closed <select> in JupyterLab's notebook ignores arrow keys and
+            # type-ahead in headless Chromium (the notebook's own key handling
+            # takes them), so the menu is chosen as a pointer user would.
+            count = control.evaluate("el => el.options.length")
+            index = (control.evaluate("el => el.selectedIndex") + 1) % count
+            explorer.evaluate(WATCH_JS)
+            self.page.evaluate("window.__attnbookKeydown = performance.now()")
+            control.select_option(index=index)
+            return self.page.evaluate("window.__attnbookWatch")
+        elif kind == "range":
+            at_end = control.evaluate("el => Number(el.value) >= Number(el.max)")
+            key = "Home" if at_end else "ArrowRight"
         else:
             buttons = control.locator("button")
             pressed = [

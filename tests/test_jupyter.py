@@ -2,8 +2,9 @@
 
 A throwaway JupyterLab (tests/jupyter_lab.py) serves copies of the chapters
 that show explorers; headless Chromium opens each one, runs every cell, and
-moves every control of every explorer with the keyboard, twice round. Each key
-press must load a new picture; no widget error ("Error displaying widget",
+moves every control of every explorer, twice round: sliders with the keyboard,
+menus by choosing the next option (a closed menu ignores keys in JupyterLab in
+headless Chromium). Each move must load a new picture; no widget error ("Error displaying widget",
 "model not found"), no console error, no request to another host.
 """
 
