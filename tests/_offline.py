@@ -78,10 +78,22 @@ class Offline:
 # whenever the picture does (its source, or its pixels for a canvas).
 PICTURE_JS = """root => {
     const view = root.querySelector('.attnbook-view') || root;
-    const shown = [...view.querySelectorAll('img, canvas')].filter(el => {
+    const visible = el => {
         const box = el.getBoundingClientRect();
         return !el.hidden && box.width > 0 && box.height > 0;
-    });
+    };
+    const base = view.querySelector('img.attnbook-base');
+    if (base) {
+        // A layered picture (attnbook.widgets): the base frame, and at most one
+        // visible layer of the pixels that differ from it for the current stop.
+        const layers = [...view.querySelectorAll('img[aria-hidden]')].filter(visible);
+        if (!visible(base) || layers.length > 1)
+            return {count: layers.length + (visible(base) ? 1 : 0), key: null, width: 0, natural: 0};
+        return {count: 1, key: base.alt + '|' + (layers.length ? layers[0].src : ''),
+                width: base.getBoundingClientRect().width, natural: base.naturalWidth,
+                complete: base.complete && layers.every(el => el.complete)};
+    }
+    const shown = [...view.querySelectorAll('img, canvas')].filter(visible);
     if (shown.length !== 1) return {count: shown.length, key: null, width: 0, natural: 0};
     const el = shown[0];
     const key = el.tagName === 'IMG' ? el.currentSrc || el.src : el.toDataURL();

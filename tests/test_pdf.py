@@ -98,6 +98,8 @@ def test_figures_are_printed(pdf):
         for cell in read_notebook(path).cells
         if cell.cell_type == "code"
         for output in cell.get("outputs", [])
+        # an explorer's stored PNG is its fallback, printed as small multiples instead
+        if "application/vnd.jupyter.widget-view+json" not in output.get("data", {})
     )
     explorers = sum(
         "_explorer(" in cell.source
@@ -126,7 +128,12 @@ def test_outline_lists_the_chapters(pdf):
             if isinstance(item, list):
                 yield from titles(item)
             else:
-                yield normal(item.title)
+                title = normal(item.title)
+                # Chromium's outline repeats a heading's text when the single-page
+                # build holds two headings with one anchor (the preface's
+                # "Notation" section and the Notation page): "NotationNotation".
+                half = len(title) // 2
+                yield title[:half] if title[:half] * 2 == title else title
 
     found = set(titles(reader.outline))
     assert normal(chapter_title(toc_files()[1])) in found, sorted(found)[:10]
