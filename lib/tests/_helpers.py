@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from hypothesis import strategies as st
 
 
 def clones(*args):
@@ -15,3 +16,17 @@ def assert_unchanged(before, after) -> None:
     for old, new in zip(before, after):
         if isinstance(new, torch.Tensor):
             assert torch.equal(old, new), "the function modified its input"
+
+
+def draw_valid_lens(draw, kind: str, batch: int, queries: int, keys: int, min_len: int):
+    """Valid lengths in [min_len, keys] drawn by hypothesis: None for kind "none",
+    (batch,) for "1d", (batch, queries) for "2d"."""
+    lengths = st.integers(min_len, keys)
+    if kind == "none":
+        return None
+    if kind == "1d":
+        return torch.tensor(draw(st.lists(lengths, min_size=batch, max_size=batch)))
+    size = batch * queries
+    return torch.tensor(draw(st.lists(lengths, min_size=size, max_size=size))).reshape(
+        batch, queries
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _helpers import assert_unchanged, clones
+from _helpers import assert_unchanged, clones, draw_valid_lens
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
@@ -82,13 +82,7 @@ def setups(draw, min_len=1, lens_kind=None, dtype=torch.float64):
     K = torch.randn(b, m, D, generator=g, dtype=dtype)
     V = torch.randn(b, m, D, generator=g, dtype=dtype)
     kind = lens_kind or draw(st.sampled_from(["none", "1d", "2d"]))
-    lengths = st.integers(min_len, m)
-    if kind == "none":
-        lens = None
-    elif kind == "1d":
-        lens = torch.tensor(draw(st.lists(lengths, min_size=b, max_size=b)))
-    else:
-        lens = torch.tensor(draw(st.lists(lengths, min_size=b * n, max_size=b * n))).reshape(b, n)
+    lens = draw_valid_lens(draw, kind, b, n, m, min_len)
     return D, heads, Q, K, V, lens
 
 

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from _helpers import assert_unchanged, clones
+from _helpers import assert_unchanged, clones, draw_valid_lens
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -81,13 +81,7 @@ def qkv(draw, same_size=True, min_len=0, dtype=torch.float64, lens_kind=None):
     K = torch.randn(b, k, d_k, generator=g, dtype=dtype)
     V = torch.randn(b, k, v, generator=g, dtype=dtype)
     kind = lens_kind or draw(st.sampled_from(["none", "1d", "2d"]))
-    lengths = st.integers(min_len, k)
-    if kind == "none":
-        lens = None
-    elif kind == "1d":
-        lens = torch.tensor(draw(st.lists(lengths, min_size=b, max_size=b)))
-    else:
-        lens = torch.tensor(draw(st.lists(lengths, min_size=b * q, max_size=b * q))).reshape(b, q)
+    lens = draw_valid_lens(draw, kind, b, q, k, min_len)
     return Q, K, V, lens
 
 
