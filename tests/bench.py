@@ -1,8 +1,10 @@
 """`make bench`: explorer redraw speed, frame economy and page weight, against budgets.
 
 For each explorer it measures, side by side in one run:
-  * live: the median time from a slider change to new PNG bytes in
-    ``explorer.image.value`` (persistent figure, blitting);
+  * live: the median time for the persistent figure to draw a stop's frame
+    as PNG (``explorer.frame``, blitting). The live widget draws every state
+    this way once, when it is built; a control change then draws nothing (the
+    key-press latency in JupyterLab is the second part, tests/bench_jupyter.py);
   * naive: the median time to draw the same figure content the way
     ``interact`` + ``plt.show()`` does it (a new figure per event, full render);
 and prints their ratio (budget: live at least 10x faster; goal 15x). It prints
@@ -73,7 +75,8 @@ PAGES = {
 def redraw_times(explorer) -> tuple[list[float], list[float]]:
     """Seconds per redraw, live and naive, interleaved stop by stop.
 
-    live: from a slider change to new PNG bytes in ``explorer.image.value``;
+    live: the persistent figure drawing the stop's frame (``explorer.frame``,
+    blitting), which is what building the live widget costs per state;
     naive: a new figure and a full render of the same picture. Taking one of
     each in turn keeps both under the same machine load. With a second
     control, the slider sweeps its stops once per menu option.
@@ -82,14 +85,11 @@ def redraw_times(explorer) -> tuple[list[float], list[float]]:
     others = [None] if len(explorer.controls) == 1 else explorer._controls[1].stops
     for _ in range(ROUNDS):
         for other in others:
-            if other is not None:
-                explorer.controls[1].value = other  # untimed
             for stop in explorer.stops:
                 if stop == explorer.slider.value:
                     continue
                 start = time.perf_counter()
-                explorer.slider.value = stop
-                assert explorer.image.value  # the observer has set the new bytes
+                explorer.frame(stop, other)
                 live.append(time.perf_counter() - start)
                 start = time.perf_counter()
                 explorer.naive_frame(stop, other)

@@ -165,7 +165,7 @@ def main() -> int:
         "JupyterLab: key press to new picture loaded and decoded (ms; "
         f"{PRESSES} presses each, after {WARMUP} warm-up presses)"
     )
-    header = f"{'notebook':<20}{'control':<18}{'median':>8}{'p90':>8}{'x naive':>9}"
+    header = f"{'notebook':<36}{'control':<18}{'median':>8}{'p90':>8}{'x naive':>9}"
     print(header + f"{'PNG KiB':>9}{'decode ms':>11}{'pixels':>11}")
     for name, label, result in [
         ("(reference)", "naive interact", references["naive"]),
@@ -176,7 +176,7 @@ def main() -> int:
         if name != "(reference)":
             ok &= result["median"] <= MEDIAN_BUDGET_MS and ratio >= RATIO_BUDGET
         print(
-            f"{name:<20}{label[:17]:<18}{result['median']:>8.1f}{result['p90']:>8.1f}"
+            f"{name[:35]:<36}{label[:17]:<18}{result['median']:>8.1f}{result['p90']:>8.1f}"
             f"{ratio:>8.1f}x{result['bytes'] / 1024:>9.1f}{result['decode_ms']:>11.2f}"
             f"{result['width']:>6}x{result['height']:<4}"
         )

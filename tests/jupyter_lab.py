@@ -141,14 +141,19 @@ FIND_EXPLORERS_JS = """() => {
 
 # Start watching ``area``: window.__attnbookWatch resolves when a picture inside
 # it changes (new <img> or new src) and has loaded and decoded, with the
-# milliseconds since the last keydown on the page.
+# milliseconds since the last keydown on the page and, as ``src``, the length
+# and a 32-bit FNV-1a hash of the whole src (data URLs of PNGs share their
+# first hundred characters, so a prefix cannot tell pictures apart).
 WATCH_JS = """area => { window.__attnbookWatch = new Promise((resolve, reject) => {
+    const digest = text => { let h = 0x811c9dc5;
+        for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+        return text.length + ':' + (h >>> 0).toString(16); };
     const before = new Map([...area.querySelectorAll('img')].map(img => [img, img.src]));
     const start = window.__attnbookKeydown;
     const done = img => (img.complete ? Promise.resolve() : new Promise(ok =>
         img.addEventListener('load', ok, {once: true}))).then(() => img.decode ? img.decode() : null)
         .then(() => { observer.disconnect(); resolve({ms: performance.now() - window.__attnbookKeydown,
-                                                      src: img.src.slice(0, 80)}); });
+                                                      src: digest(img.src)}); });
     const check = () => {
         for (const img of area.querySelectorAll('img')) {
             if (!before.has(img) || before.get(img) !== img.src) { done(img); return true; }
@@ -245,12 +250,17 @@ class LabNotebook:
         elif kind == "select":
             # A closed <select> in JupyterLab's notebook ignores arrow keys and
             # type-ahead in headless Chromium (the notebook's own key handling
-            # takes them), so the menu is chosen as a pointer user would.
-            count = control.evaluate("el => el.options.length")
-            index = (control.evaluate("el => el.selectedIndex") + 1) % count
+            # takes them), so the menu is chosen as a pointer user would: the
+            # next option is selected and the events a choice fires are sent,
+            # as Playwright's select_option does, but inside the page, so the
+            # clock starts at the choice and not at Playwright's own checks.
             explorer.evaluate(WATCH_JS)
-            self.page.evaluate("window.__attnbookKeydown = performance.now()")
-            control.select_option(index=index)
+            control.evaluate(
+                """el => { window.__attnbookKeydown = performance.now();
+                    el.selectedIndex = (el.selectedIndex + 1) % el.options.length;
+                    el.dispatchEvent(new Event('input', {bubbles: true}));
+                    el.dispatchEvent(new Event('change', {bubbles: true})); }"""
+            )
             return self.page.evaluate("window.__attnbookWatch")
         elif kind == "range":
             at_end = control.evaluate("el => Number(el.value) >= Number(el.max)")

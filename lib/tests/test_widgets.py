@@ -49,24 +49,36 @@ def decode(png: bytes) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
 
 
+def png_of(image: ipywidgets.Image) -> bytes:
+    """The PNG an Image shows: its bytes (ipywidgets 7.7) or its data URL's (8)."""
+    value = bytes(image.value)
+    if image.format == "png":
+        return value
+    assert image.format == "url"
+    prefix = b"data:image/png;base64,"
+    assert value.startswith(prefix)
+    return base64.b64decode(value[len(prefix) :])
+
+
 def test_slider_and_image_are_ipywidgets(explorer):
     assert isinstance(explorer.slider, ipywidgets.ValueWidget)
     assert isinstance(explorer.image, ipywidgets.Image)
-    assert explorer.image.format == "png"
+    assert explorer.image.format == ("url" if hasattr(ipywidgets, "Stack") else "png")
+    assert png_of(explorer.image).startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def test_slider_change_produces_new_frame_equal_to_frame(explorer):
     stops = explorer.stops
     start = explorer.slider.value
-    before = explorer.image.value
+    before = png_of(explorer.image)
     other = stops[0] if start != stops[0] else stops[-1]
     explorer.slider.value = other
     try:
-        assert explorer.image.value != before
-        assert explorer.image.value == explorer.frame(other)
+        assert png_of(explorer.image) != before
+        assert png_of(explorer.image) == explorer.frame(other)
     finally:
         explorer.slider.value = start
-    assert explorer.image.value == before
+    assert png_of(explorer.image) == before
 
 
 def test_every_stop_renders_a_distinct_png(explorer):
@@ -92,6 +104,59 @@ def test_live_widget_sends_stored_frames_without_redrawing(explorer, monkeypatch
             explorer.slider.value = stop
     finally:
         explorer.slider.value = start
+
+
+def shown_image(explorer) -> ipywidgets.Image:
+    """The Image the front end shows for the controls' current values.
+
+    Under ipywidgets 8 this follows each ``jsdlink`` the way the browser does
+    (the Stack's ``selected_index`` takes the control's linked trait) down the
+    nested Stacks; under 7.7 it is the one Image the kernel updates.
+    """
+    node = explorer.widget.children[1]
+    links = {link.target[0].model_id: link.source for link in explorer._links}
+    while isinstance(node, getattr(ipywidgets, "Stack", ())):
+        source, trait = links[node.model_id]
+        assert link_target_trait(explorer, node) == "selected_index"
+        node = node.children[getattr(source, trait)]
+    return node
+
+
+def link_target_trait(explorer, stack) -> str:
+    (link,) = [link for link in explorer._links if link.target[0] is stack]
+    return link.target[1]
+
+
+def test_live_widget_shows_the_frame_of_every_state(explorer):
+    # What the reader sees after moving the controls to any state is that
+    # state's frame: through the browser-side Stack swap (ipywidgets 8) or the
+    # kernel's observer (7.7).
+    start = tuple(control.value for control in explorer.controls)
+    states = explorer.states
+    _ = explorer.widget
+    for link in explorer._links:
+        # Before any move, each Stack already shows what its link will select.
+        (source, trait), (stack, _) = link.source, link.target
+        assert stack.selected_index == getattr(source, trait)
+    try:
+        for state in states:
+            values = state if len(explorer.controls) == 2 else (state,)
+            for control, value in zip(explorer.controls, values):
+                control.value = value
+            shown = shown_image(explorer)
+            assert shown is explorer.image
+            assert png_of(shown) == explorer.frame(*values), f"state {state!r}"
+    finally:
+        for control, value in zip(explorer.controls, start):
+            control.value = value
+    if hasattr(ipywidgets, "Stack"):
+        # One Image per state, and no observer left in the kernel: the
+        # browser swaps frames alone.
+        images = {id(image) for image in explorer._images.values()}
+        assert len(images) == len(states)
+        for control in explorer.controls:
+            handlers = control._trait_notifiers.get("value", {}).get("change", [])
+            assert explorer._on_change not in handlers
 
 
 def test_frame_does_not_depend_on_the_previous_stop(explorer):
@@ -236,8 +301,8 @@ def test_mime_bundle_live_and_static(explorer, monkeypatch):
     monkeypatch.delenv(widgets.STATIC_ENV, raising=False)
     live, metadata = explorer._repr_mimebundle_()
     # The PNG fallback (GitHub, nbviewer, Colab before running) is the current frame.
-    assert base64.b64decode(live["image/png"]) == explorer.image.value
-    height, width = decode(explorer.image.value).shape[:2]
+    assert base64.b64decode(live["image/png"]) == png_of(explorer.image)
+    height, width = decode(png_of(explorer.image)).shape[:2]
     assert metadata["image/png"] == {"width": width, "height": height}
     view = live["application/vnd.jupyter.widget-view+json"]
     assert view["model_id"] == explorer.widget.model_id
@@ -308,7 +373,7 @@ def test_frame_rejects_values_off_the_slider(explorer):
 def test_live_image_keeps_its_natural_pixel_size(explorer):
     # JupyterLab stretches an image in a flex column to the cell's width unless
     # told otherwise; a stretched frame looks soft.
-    height, width = decode(explorer.image.value).shape[:2]
+    height, width = decode(png_of(explorer.image)).shape[:2]
     layout = explorer.image.layout
     assert (layout.width, layout.height) == (f"{width}px", f"{height}px")
     assert layout.align_self == "flex-start"
@@ -336,10 +401,10 @@ def test_two_controls_kernel_menu_beside_the_width_slider():
     # frame(value) uses the menu's current kernel; frame(value, other) picks one.
     assert explorer.frame(0.5) == explorer.frame(0.5, "gaussian")
     assert explorer.frame(0.5, "boxcar") != explorer.frame(0.5, "gaussian")
-    before = explorer.image.value
+    before = png_of(explorer.image)
     explorer.menu.value = "epanechnikov"
     try:
-        assert explorer.image.value == explorer.frame(0.5, "epanechnikov") != before
+        assert png_of(explorer.image) == explorer.frame(0.5, "epanechnikov") != before
         assert "epanechnikov" in explorer._renderer._dynamic[-1].get_text()
         assert repr(explorer) == "KernelWidthExplorer(kernel='epanechnikov', width=0.5, 56 stops)"
     finally:

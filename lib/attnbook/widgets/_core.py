@@ -7,10 +7,17 @@ artists that change (``set_data``, ``set_ydata``, ...), blits them onto a saved
 background and encodes the canvas as PNG. The same bytes serve three modes:
 
 * **Live** (Jupyter, JupyterLab, Colab): displaying an explorer shows its
-  ``ipywidgets`` controls above an ``ipywidgets.Image``; moving a control sets
-  ``image.value`` to the new PNG bytes. Works with ipywidgets 7.7 and 8. The
-  display also carries an ``image/png`` of the current frame, the fallback that
-  GitHub, nbviewer and Colab show before the notebook runs.
+  ``ipywidgets`` controls above the picture. Every state is rendered once, when
+  the widget is built. Under ipywidgets 8 each state gets its own
+  ``ipywidgets.Image`` (holding the PNG as a data URL) inside an
+  ``ipywidgets.Stack`` (one Stack per control,
+  nested for two), and each control's index is ``jsdlink``-ed to its Stack's
+  ``selected_index``: the browser swaps the picture itself, with no round trip
+  to the kernel. ipywidgets 7.7 (Colab) has no ``Stack``, so there one
+  ``ipywidgets.Image`` is shown and an observer in the kernel sets its
+  ``value`` to the stored PNG bytes of the new state. The display also carries
+  an ``image/png`` of the current frame, the fallback that GitHub, nbviewer and
+  Colab show before the notebook runs.
 * **Static** (the website): when the environment variable ``ATTNBOOK_STATIC``
   is ``1`` (``make book`` sets it while Jupyter Book executes the chapters),
   displaying an explorer emits :meth:`Explorer.to_html` instead: native form
@@ -56,7 +63,8 @@ How to write a new explorer module
 
 The :class:`Explorer` API (stable): ``.slider`` (the main control),
 ``.controls`` (every control; a second one is also an attribute, by default
-``.menu``), ``.image``, ``.stops`` (the main control's values), ``.states``
+``.menu``), ``.image`` (the ``ipywidgets.Image`` of the current state),
+``.stops`` (the main control's values), ``.states``
 (every state, row-major over the controls), ``.value``, ``.frame(value)`` or
 ``.frame(value, other)``, ``.alt_text(...)``, ``.naive_frame(...)``,
 ``.widget``, ``.to_html()``.
@@ -83,6 +91,8 @@ from PIL import Image
 
 STATIC_ENV = "ATTNBOOK_STATIC"
 DPI = 80
+# ipywidgets 8 has Stack, so the browser can swap frames itself; 7.7 has not.
+CLIENT_SWAP = hasattr(ipywidgets, "Stack")
 
 
 def static_mode() -> bool:
@@ -257,7 +267,7 @@ class Explorer:
         slider: the main control (an ipywidgets slider).
         controls: every control's widget, the main one first; a second control
             is also an attribute (``menu`` unless its factory says otherwise).
-        image: the ``ipywidgets.Image`` showing the current frame (PNG).
+        image: the ``ipywidgets.Image`` showing the current frame (see the property).
     """
 
     def __init__(
@@ -279,16 +289,20 @@ class Explorer:
             setattr(self, control.attr, control.widget)
         self.slider = controls[0].widget
         self._pngs: dict = {}  # state -> PNG bytes, filled when the live widget is built
-        self.image = ipywidgets.Image(value=self._frame_of(self._state()), format="png")
         # Natural pixel size: a flex column would otherwise stretch the picture
-        # to the cell's width (JupyterLab), which blurs it.
+        # to the cell's width (JupyterLab), which blurs it. One Layout serves
+        # every image.
         width, height = renderer.canvas.get_width_height()
-        self.image.layout.width = f"{width}px"
-        self.image.layout.height = f"{height}px"
-        self.image.layout.max_width = "none"
-        self.image.layout.align_self = "flex-start"
-        for widget in self.controls:
-            widget.observe(self._on_change, names="value")
+        self._layout = ipywidgets.Layout(
+            width=f"{width}px", height=f"{height}px", max_width="none", align_self="flex-start"
+        )
+        self._client_swap = CLIENT_SWAP
+        self._images: dict = {}  # state -> Image (client swap: one per state)
+        self._links: list = []
+        if not self._client_swap:
+            self._images[None] = self._new_image(self._state())
+            for widget in self.controls:
+                widget.observe(self._on_change, names="value")
         self._box: ipywidgets.VBox | None = None
 
     # -- states ------------------------------------------------------------
@@ -345,20 +359,76 @@ class Explorer:
         """A sentence describing the picture for a stop, for screen readers."""
         return self._renderer.alt_text(self._as_state(value, other))
 
+    # -- live widget -----------------------------------------------------------
+    def _new_image(self, state) -> ipywidgets.Image:
+        png = self._frame_of(state)
+        if not self._client_swap:
+            return ipywidgets.Image(value=png, format="png", layout=self._layout)
+        # A data URL, not PNG bytes: the front end turns PNG bytes into a new
+        # blob URL for every view it creates, and Chromium loads a blob URL
+        # through its browser process (5-25 ms, measured); a data URL loads in
+        # the page in 1-5 ms, and at once when that URL was shown before.
+        # (No tooltip: ipywidgets 8.1's ImageView fails on an Image with one.)
+        return ipywidgets.Image(value=_data_url(png).encode(), format="url", layout=self._layout)
+
+    @property
+    def image(self) -> ipywidgets.Image:
+        """The ``ipywidgets.Image`` that shows the current state's frame.
+
+        Its ``format`` is ``"png"`` and its ``value`` the PNG bytes under
+        ipywidgets 7.7; under ipywidgets 8 (one Image per state) its format is
+        ``"url"`` and its value the ``data:image/png;base64,...`` URL of the PNG.
+        """
+        if not self._client_swap:
+            return self._images[None]
+        state = self._state()
+        if state not in self._images:
+            self._images[state] = self._new_image(state)
+        return self._images[state]
+
     def _on_change(self, change) -> None:
+        # ipywidgets 7.7 only: the kernel sends the new state's stored bytes.
         self.image.value = self._frame_of(self._state())
+
+    def _stack(self, level: int, prefix: tuple) -> ipywidgets.Widget:
+        """The Stack over control ``level``'s stops (nested Stacks for the next
+        control, Images at the last), its index linked to the control in the browser."""
+        control = self._controls[level]
+        children = []
+        for stop in control.stops:
+            key = (*prefix, stop)
+            if level + 1 < len(self._controls):
+                children.append(self._stack(level + 1, key))
+            else:
+                state = key if len(key) > 1 else key[0]
+                if state not in self._images:
+                    self._images[state] = self._new_image(state)
+                children.append(self._images[state])
+        widget = control.widget
+        if isinstance(widget, ipywidgets.IntSlider):
+            # An IntSlider has no index: its value is the index into a Stack
+            # padded with copies of the first child below the slider's minimum.
+            source, pad = "value", widget.min
+        else:
+            source, pad = "index", 0
+        stack = ipywidgets.Stack(
+            [children[0]] * pad + children,
+            selected_index=pad + control.stops.index(widget.value),
+        )
+        self._links.append(ipywidgets.jsdlink((widget, source), (stack, "selected_index")))
+        return stack
 
     @property
     def widget(self) -> ipywidgets.VBox:
-        """The live widget: the controls above the image."""
+        """The live widget: the controls above the picture."""
         if self._box is None:
-            # Render every state once, up front: a key press then only sends
-            # stored bytes, and what remains of its latency is the widget
-            # message round trip (measured by `make bench`).
+            # Render every state once, up front: a key press then needs no
+            # drawing, and `make bench` measures what remains of its latency.
             for state in self.states:
                 self._frame_of(state)
             top = self.controls[0] if len(self.controls) == 1 else ipywidgets.HBox(self.controls)
-            self._box = ipywidgets.VBox([top, self.image])
+            picture = self._stack(0, ()) if self._client_swap else self.image
+            self._box = ipywidgets.VBox([top, picture])
         return self._box
 
     # -- static HTML ---------------------------------------------------------
@@ -467,7 +537,7 @@ class Explorer:
         width, height = self._renderer.canvas.get_width_height()
         data = {
             "text/plain": repr(self),
-            "image/png": base64.b64encode(self.image.value).decode("ascii"),
+            "image/png": base64.b64encode(self._frame_of(self._state())).decode("ascii"),
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2,
                 "version_minor": 0,
