@@ -15,6 +15,7 @@ Usage: python -m tests.print_book [OUTPUT.pdf]   (default _build/pdf/attention-i
 from __future__ import annotations
 
 import base64
+import logging
 import re
 import sys
 import time
@@ -89,6 +90,75 @@ REPLACE_JS = """([root, rows]) => {
     }
     root.replaceWith(box);
 }"""
+
+
+# The text of every heading that prints, in order: heading links dropped and
+# maths written from its TeX source (\\sqrt as the root sign). Chromium's own
+# outline titles drop the maths, run words together where a heading wraps, and
+# repeat some headings' text ("NotationNotation") depending on where the page
+# breaks fall, so the outline is renamed from these (see fix_outline).
+HEADINGS_JS = """() => {
+    const items = MathJax.startup.document.getMathItemsWithin(document.body);
+    const tex = container => { const item = items.find(i => i.typesetRoot === container);
+        return item ? item.math.replace(/\\\\sqrt\\s*/g, '\u221a').replace(/\\\\,/g, ' ')
+                          .replace(/\\\\([A-Za-z]+)/g, '$1').replace(/[{}]/g, '') : ''; };
+    const text = node => {
+        if (node.nodeType === Node.TEXT_NODE) return node.textContent;
+        if (node.nodeType !== Node.ELEMENT_NODE || node.classList.contains('headerlink')) return '';
+        if (node.tagName.toLowerCase() === 'mjx-container') return tex(node);
+        return [...node.childNodes].map(text).join('');
+    };
+    return [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')]
+        .filter(h => h.getClientRects().length)
+        .map(h => text(h).replace(/\\s+/g, ' ').trim());
+}"""
+
+
+def squash(text: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", text.lower())
+
+
+def fix_outline(path: Path, headings: list[str]) -> int:
+    """Give the PDF's outline entries the headings' own text; return how many changed.
+
+    Chromium writes one outline entry per printed heading, in document order;
+    each entry keeps its destination and gets the heading's text. Refuses (and
+    leaves the file alone) when the entries and the headings do not pair up.
+    """
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import NameObject, TextStringObject
+
+    # Chromium's PDF declares a trailer size a little short; pypdf copes, and
+    # would say so on stderr.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+    writer = PdfWriter(clone_from=PdfReader(str(path)))
+    entries = []
+
+    def walk(entry):
+        while entry is not None:
+            entry = entry.get_object()
+            entries.append(entry)
+            if "/First" in entry:
+                walk(entry["/First"])
+            entry = entry.get("/Next")
+
+    walk(writer._root_object["/Outlines"].get_object().get("/First"))
+    if len(entries) != len(headings):
+        raise SystemExit(f"outline has {len(entries)} entries for {len(headings)} headings")
+    changed = 0
+    for entry, heading in zip(entries, headings):
+        title = str(entry["/Title"])
+        # Chromium's title drops maths and may repeat itself, so only its
+        # first word is compared.
+        if not squash(title.split()[0]).startswith(squash(heading.split()[0])):
+            raise SystemExit(f"outline entry {title!r} does not match heading {heading!r}")
+        if title != heading:
+            entry[NameObject("/Title")] = TextStringObject(heading)
+            changed += 1
+    with path.open("wb") as out:
+        writer.write(out)
+    return changed
 
 
 def pick(count: int, wanted: int = STOPS) -> list[int]:
@@ -168,13 +238,14 @@ def print_book(output: Path = OUTPUT) -> dict:
             tagged=True,
             prefer_css_page_size=True,
         )
+        renamed = fix_outline(output, page.evaluate(HEADINGS_JS))
         blocked, errors = list(offline.blocked), list(offline.errors)
         offline.close()
     if blocked:
         raise SystemExit(f"the print page asked for other hosts: {blocked}")
     if errors:
         raise SystemExit(f"console errors while printing: {errors}")
-    return {"explorers": explorers, "seconds": time.perf_counter() - start}
+    return {"explorers": explorers, "renamed": renamed, "seconds": time.perf_counter() - start}
 
 
 def main() -> int:
@@ -186,7 +257,8 @@ def main() -> int:
     print(
         f"{output.relative_to(ROOT) if output.is_relative_to(ROOT) else output}: {pages} pages, "
         f"{output.stat().st_size / 1024 / 1024:.1f} MiB, {result['explorers']} explorers as "
-        f"small multiples, printed in {result['seconds']:.1f} s"
+        f"small multiples, {result['renamed']} outline titles written from the headings, "
+        f"printed in {result['seconds']:.1f} s"
     )
     return 0
 
