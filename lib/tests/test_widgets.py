@@ -529,3 +529,23 @@ def test_training_steps_explorer_bad_input(kwargs, error, match):
     args = {"log": small_training_log()} | kwargs
     with pytest.raises(error, match=match):
         widgets.training_steps_explorer(**args)
+
+
+def test_text_with_tail_sits_right_after_its_fixed_words_and_stays_centred():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from attnbook.widgets._core import text_with_tail
+
+    fig = Figure(figsize=(8, 2), dpi=80)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    tails = ["1.5 rad", "12.25 rad"]
+    tail = text_with_tail(fig, 0.5, 0.5, "each turns", tails[0], tails, fontsize="large")
+    (fixed,) = [t for t in fig.texts if t is not tail]
+    left, right = fixed.get_window_extent(renderer), tail.get_window_extent(renderer)
+    assert fixed.get_text() == "each turns" and tail.get_text() == "1.5 rad"
+    gap = right.x0 - left.x1
+    assert 2 <= gap <= 8, gap  # about one space at 80 dpi, never overlapping
+    tail.set_text(tails[1])  # the widest tail: the whole line is centred on x
+    right = tail.get_window_extent(renderer)
+    assert abs((left.x0 + right.x1) / 2 - 0.5 * fig.bbox.width) <= 1.5

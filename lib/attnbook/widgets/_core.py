@@ -45,7 +45,7 @@ How to write a new explorer module
 
    Keep the changing artists few and cheap to draw: text is the costliest
    (matplotlib rasterises every glyph each time), so keep the changing part of
-   a title short beside a static part, and draw bars as one collection with
+   a title short beside a static part (:func:`text_with_tail`), and draw bars as one collection with
    :func:`bars` / :func:`set_bar_heights` rather than ``ax.bar``.
    Compute every state's numbers up front in ``__init__`` (before calling
    ``super().__init__(first_state)``), so the colour scales can be fixed over
@@ -84,9 +84,11 @@ from dataclasses import dataclass
 
 import ipywidgets
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.text import Text
 from PIL import Image
 
 STATIC_ENV = "ATTNBOOK_STATIC"
@@ -133,6 +135,34 @@ def _bar_verts(x: np.ndarray, heights: np.ndarray, width: float) -> np.ndarray:
     zero = np.zeros_like(heights, dtype=float)
     corners = [(left, zero), (left, heights), (right, heights), (right, zero)]
     return np.stack([np.stack(c, axis=-1) for c in corners], axis=1)  # (bars, 4, 2)
+
+
+def text_with_tail(
+    fig: Figure, x: float, y: float, fixed: str, tail: str, tails: Sequence[str], **text_kw
+) -> Text:
+    """A line of text whose fixed words are drawn once and whose tail changes.
+
+    Matplotlib rasterises every glyph of a Text each time it is blitted (about
+    0.1 ms a character), so a long title that differs from state to state costs
+    more than the rest of a frame. This draws ``fixed`` as ordinary, static
+    text and returns a separate Text for the changing ``tail``, set right after
+    it (the caller puts it among the renderer's changing artists and sets its
+    text in ``_update``). ``tails`` lists every tail the explorer will show: the
+    whole line is centred on ``x`` (figure fraction) at the widest tail, so it
+    does not move between states. ``text_kw`` (fontsize, va, ...) goes to both.
+    """
+    prop = FontProperties(size=text_kw.get("fontsize"))
+    pixels = fig.get_figwidth() * fig.dpi
+    # Measured as Agg draws it (hinting included), on a throwaway renderer.
+    renderer = RendererAgg(1, 1, fig.dpi)
+
+    def width(text: str) -> float:  # in figure fraction
+        return renderer.get_text_width_height_descent(text, prop, ismath=False)[0] / pixels
+
+    gap = width("n") / 2  # about one space
+    start = x - (width(fixed) + gap + max(width(t) for t in tails)) / 2
+    fig.text(start, y, fixed, ha="left", **text_kw)
+    return fig.text(start + width(fixed) + gap, y, tail, ha="left", **text_kw)
 
 
 class Renderer:

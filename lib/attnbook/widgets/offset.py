@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from .. import _validate
 from ..positional import sinusoidal_encoding
-from ._core import Explorer, Renderer, range_control
+from ._core import Explorer, Renderer, range_control, text_with_tail
 
 DEFAULT_OFFSETS = tuple(range(21))
 
@@ -77,7 +77,19 @@ class _OffsetRenderer(Renderer):
         ax_c.set_yticks([])
         ax_c.set_xlabel(f"column {2 * self.pair + 1} (cos)")
         ax_c.set_ylabel(f"column {2 * self.pair} (sin)")
-        circle_title = ax_c.set_title(self._circle_title(delta), fontsize="medium")
+        # Only the angle changes in the circle's title (see text_with_tail).
+        ax_c.apply_aspect()  # the square box that the circle is drawn in
+        box = ax_c.get_position()
+        circle_title = text_with_tail(
+            fig,
+            (box.x0 + box.x1) / 2,
+            box.y1 + 6 / 72 / fig.get_figheight(),  # the 6-point pad of an axes title
+            f"pair j = {self.pair}: each turns",
+            self._circle_title(delta),
+            [self._circle_title(d) for d in self.offsets],
+            fontsize="medium",
+            va="baseline",
+        )
 
         # Middle: every dot product, with the diagonal of this offset marked.
         top = float(self.d // 2)
@@ -100,7 +112,16 @@ class _OffsetRenderer(Renderer):
         ax_d.set_xlabel("start position i")
         ax_d.set_ylabel("p_i \u00b7 p_(i+\u03b4)")
         ax_d.set_title("grey: the other offsets", fontsize="medium")
-        title = fig.suptitle(self._title(delta), fontsize="large")
+        title = text_with_tail(
+            fig,
+            0.5,
+            0.98,
+            "p_i \u00b7 p_(i+\u03b4) is the same for every start i:",
+            self._title(delta),
+            [self._title(d) for d in self.offsets],
+            fontsize="large",
+            va="top",
+        )
         return [*dynamic, circle_title, title]
 
     def _diagonal_xy(self, delta: int) -> tuple[list[float], list[float]]:
@@ -111,13 +132,10 @@ class _OffsetRenderer(Renderer):
         return float(self.diagonals[delta].mean())
 
     def _title(self, delta: int) -> str:
-        return (
-            f"offset \u03b4 = {delta}: p_i \u00b7 p_(i+{delta}) = {self._value(delta):.2f} "
-            "for every start i"
-        )
+        return f"\u03b4 = {delta} gives {self._value(delta):.2f}"
 
     def _circle_title(self, delta: int) -> str:
-        return f"pair j = {self.pair}: each turns {delta * self.omega:.2f} rad"
+        return f"{delta * self.omega:.2f} rad"
 
     def _update(self, delta: int) -> None:
         pieces = self._dynamic
