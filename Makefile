@@ -60,7 +60,16 @@ colab-env: $(COLAB_LIB)
 # ipykernel's notice about local TCP, see its docstring) from a profile in _build.
 KERNEL_IPYTHONDIR := $(CURDIR)/_build/ipython
 BUILD_BOOK := ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/jupyter-book build . -W -n --keep-going
-book: $(STAMP)
+# Jupyter Book's execution cache keys a notebook on its code cells only, so
+# a change to the library would otherwise leave stale outputs (explorer
+# pictures, numbers) on the site; any change under lib/attnbook empties it.
+LIB_STAMP := _build/.attnbook-sources
+$(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py)
+	rm -rf _build/.jupyter_cache
+	mkdir -p _build
+	touch $@
+
+book: $(STAMP) $(LIB_STAMP)
 	mkdir -p $(KERNEL_IPYTHONDIR)/profile_default
 	cp book/_ext/ipython_kernel_config.py $(KERNEL_IPYTHONDIR)/profile_default/
 	$(BUILD_BOOK)
@@ -68,7 +77,7 @@ book: $(STAMP)
 # The whole book on paper: one HTML page (Jupyter Book's singlehtml builder,
 # same executed notebooks as `make book`), printed by headless Chromium with
 # each explorer as small multiples (tests/print_book.py), then checked.
-pdf: $(STAMP)
+pdf: $(STAMP) $(LIB_STAMP)
 	mkdir -p $(KERNEL_IPYTHONDIR)/profile_default
 	cp book/_ext/ipython_kernel_config.py $(KERNEL_IPYTHONDIR)/profile_default/
 	$(BUILD_BOOK) --builder custom --custom-builder singlehtml
