@@ -59,6 +59,10 @@ colab-env: $(COLAB_LIB)
 # The chapters' kernels read book/_ext/ipython_kernel_config.py (it drops
 # ipykernel's notice about local TCP, see its docstring) from a profile in _build.
 KERNEL_IPYTHONDIR := $(CURDIR)/_build/ipython
+KERNEL_PROFILE := $(KERNEL_IPYTHONDIR)/profile_default/ipython_kernel_config.py
+$(KERNEL_PROFILE): book/_ext/ipython_kernel_config.py
+	mkdir -p $(dir $@)
+	cp $< $@
 BUILD_BOOK := ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/jupyter-book build . -W -n --keep-going
 # Jupyter Book's execution cache keys a notebook on its code cells only, so
 # a change to the library would otherwise leave stale outputs (explorer
@@ -69,17 +73,13 @@ $(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py)
 	mkdir -p _build
 	touch $@
 
-book: $(STAMP) $(LIB_STAMP)
-	mkdir -p $(KERNEL_IPYTHONDIR)/profile_default
-	cp book/_ext/ipython_kernel_config.py $(KERNEL_IPYTHONDIR)/profile_default/
+book: $(STAMP) $(LIB_STAMP) $(KERNEL_PROFILE)
 	$(BUILD_BOOK)
 
 # The whole book on paper: one HTML page (Jupyter Book's singlehtml builder,
 # same executed notebooks as `make book`), printed by headless Chromium with
 # each explorer as small multiples (tests/print_book.py), then checked.
-pdf: $(STAMP) $(LIB_STAMP)
-	mkdir -p $(KERNEL_IPYTHONDIR)/profile_default
-	cp book/_ext/ipython_kernel_config.py $(KERNEL_IPYTHONDIR)/profile_default/
+pdf: $(STAMP) $(LIB_STAMP) $(KERNEL_PROFILE)
 	$(BUILD_BOOK) --builder custom --custom-builder singlehtml
 	$(BIN)/python -m tests.print_book
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_pdf.py
@@ -87,8 +87,8 @@ pdf: $(STAMP) $(LIB_STAMP)
 ifeq ($(NB),)
 test: $(STAMP) lint test-lib book test-book test-notebooks test-widgets-ipyw7
 else
-test: $(STAMP)
-	$(BIN)/python -m pytest $(NBVAL) $(NB)
+test: $(STAMP) $(KERNEL_PROFILE)
+	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL) $(NB)
 endif
 
 lint: $(STAMP)
@@ -108,8 +108,8 @@ test-book: $(STAMP)
 test-jupyter: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_jupyter.py
 
-test-notebooks: $(STAMP)
-	$(BIN)/python -m pytest $(NBVAL) $(NOTEBOOKS)
+test-notebooks: $(STAMP) $(KERNEL_PROFILE)
+	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL) $(NOTEBOOKS)
 
 test-widgets-ipyw7: colab-env
 	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py
@@ -120,8 +120,8 @@ colab: colab-env
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/
 
-notebooks: $(STAMP)
-	$(BIN)/python tests/nbtools.py execute $(or $(NB),$(NOTEBOOKS))
+notebooks: $(STAMP) $(KERNEL_PROFILE)
+	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python tests/nbtools.py execute $(or $(NB),$(NOTEBOOKS))
 
 serve:
 	@test -f _build/html/index.html || { echo "run 'make book' first"; exit 1; }
