@@ -54,9 +54,18 @@ def site_url():
         yield base
 
 
+# Resolves when every finite animation and CSS transition on the page has run:
+# the theme fades colours in after load, and axe's contrast rule must see the
+# colours the page settles on, not a frame of the fade.
+SETTLED_JS = """() => Promise.all(document.getAnimations()
+    .filter(a => a.effect && a.effect.getComputedTiming().endTime !== Infinity)
+    .map(a => a.finished.catch(() => null)))"""
+
+
 def blocking_violations(page) -> list[str]:
     from axe_playwright_python.sync_playwright import Axe
 
+    page.evaluate(SETTLED_JS)
     response = Axe().run(page).response
     return [
         f"{v['id']} ({v['impact']}): {v['help']}; e.g. {v['nodes'][0]['html'][:160]}"
@@ -179,6 +188,7 @@ def test_dark_mode_pictures_are_not_dimmed(browser, site_url, page_path):
         with Offline(browser, color_scheme=scheme, viewport=DESKTOP) as offline:
             page = offline.page
             page.goto(f"{site_url}/{page_path}", wait_until="load")
+            page.evaluate(SETTLED_JS)  # the theme's colour fade has run
             target = page.locator(".bd-content .attnbook-explorer")
             if target.count() == 0:
                 target = page.locator(".bd-content figure")
