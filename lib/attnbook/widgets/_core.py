@@ -10,10 +10,10 @@ background and encodes the canvas as PNG. The same bytes serve three modes:
   ``ipywidgets`` controls above the picture. Every state is rendered once, when
   the widget is built. Under ipywidgets 8 each state gets its own
   ``ipywidgets.Image`` (holding the PNG as a data URL) inside an
-  ``ipywidgets.Stack`` (one Stack per control,
-  nested for two), and each control's index is ``jsdlink``-ed to its Stack's
-  ``selected_index``: the browser swaps the picture itself, with no round trip
-  to the kernel. ipywidgets 7.7 (Colab) has no ``Stack``, so there one
+  ``ipywidgets.Stack`` (one Stack per control, nested for two), and each
+  control's index is ``jsdlink``-ed to its Stack's ``selected_index``: the
+  browser swaps the picture itself, with no round trip to the kernel.
+  ipywidgets 7.7 (Colab) has no ``Stack``, so there one
   ``ipywidgets.Image`` is shown and an observer in the kernel sets its
   ``value`` to the stored PNG bytes of the new state. The display also carries
   an ``image/png`` of the current frame, the fallback that GitHub, nbviewer and
@@ -45,8 +45,9 @@ How to write a new explorer module
 
    Keep the changing artists few and cheap to draw: text is the costliest
    (matplotlib rasterises every glyph each time), so keep the changing part of
-   a title short beside a static part (:func:`text_with_tail`), and draw bars as one collection with
-   :func:`bars` / :func:`set_bar_heights` rather than ``ax.bar``.
+   a title short beside a static part (:func:`text_with_tail`), and draw bars
+   as one collection with :func:`bars` / :func:`set_bar_heights` rather than
+   ``ax.bar``.
    Compute every state's numbers up front in ``__init__`` (before calling
    ``super().__init__(first_state)``), so the colour scales can be fixed over
    all states and a redraw does no tensor work.
