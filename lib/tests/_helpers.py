@@ -30,3 +30,16 @@ def draw_valid_lens(draw, kind: str, batch: int, queries: int, keys: int, min_le
     return torch.tensor(draw(st.lists(lengths, min_size=size, max_size=size))).reshape(
         batch, queries
     )
+
+
+def keep_mask(lens, batch: int, queries: int, keys: int) -> torch.Tensor:
+    """Boolean (batch, queries, keys) mask, True for the keys a query may see,
+    built with loops from valid lengths (None, (batch,) or (batch, queries))."""
+    mask = torch.ones(batch, queries, keys, dtype=torch.bool)
+    if lens is None:
+        return mask
+    for b in range(batch):
+        for q in range(queries):
+            n = int(lens[b]) if lens.dim() == 1 else int(lens[b, q])
+            mask[b, q, n:] = False
+    return mask

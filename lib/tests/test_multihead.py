@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _helpers import assert_unchanged, clones, draw_valid_lens
+from _helpers import assert_unchanged, clones, draw_valid_lens, keep_mask
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
@@ -32,18 +32,6 @@ def torch_twin(layer: MultiHeadAttention, bias: bool) -> nn.MultiheadAttention:
             ref.in_proj_bias.copy_(torch.cat([layer.W_q.bias, layer.W_k.bias, layer.W_v.bias]))
             ref.out_proj.bias.copy_(layer.W_o.bias)
     return ref.eval()
-
-
-def keep_mask(lens, batch: int, queries: int, keys: int) -> torch.Tensor:
-    """Boolean (batch, queries, keys) mask, True for the keys a query may see (loops)."""
-    mask = torch.ones(batch, queries, keys, dtype=torch.bool)
-    if lens is None:
-        return mask
-    for b in range(batch):
-        for q in range(queries):
-            n = int(lens[b]) if lens.dim() == 1 else int(lens[b, q])
-            mask[b, q, n:] = False
-    return mask
 
 
 def reference(layer, Q, K, V, lens, bias):

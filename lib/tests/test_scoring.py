@@ -7,25 +7,13 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from _helpers import assert_unchanged, clones, draw_valid_lens
+from _helpers import assert_unchanged, clones, draw_valid_lens, keep_mask
 from hypothesis import given
 from hypothesis import strategies as st
 
 from attnbook.scoring import AdditiveAttention, DotProductAttention
 
 # ---------------------------------------------------------------- references
-
-
-def keep_mask(lens, batch: int, queries: int, keys: int) -> torch.Tensor:
-    """Boolean (batch, queries, keys) mask, True for the keys a query may see."""
-    mask = torch.ones(batch, queries, keys, dtype=torch.bool)
-    if lens is None:
-        return mask
-    for b in range(batch):
-        for q in range(queries):
-            n = int(lens[b]) if lens.dim() == 1 else int(lens[b, q])
-            mask[b, q, n:] = False
-    return mask
 
 
 def sdpa(Q, K, V, lens=None):
