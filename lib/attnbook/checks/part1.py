@@ -232,53 +232,53 @@ def check_masked_softmax(
     length_0 = _see("A sequence of length 0", _MASKED)
     half = _see("Half precision", _MASKED)
     steps = _see("Building a masked softmax, step by step", _MASKED)
-    cases = []
-    for description, scores, lens in (
-        ("1-D lengths [2, 3]", X, torch.tensor([2, 3])),
-        ("2-D lengths [[1, 3], [2, 4]]", X, torch.tensor([[1, 3], [2, 4]])),
-        ("every key valid", X, torch.tensor([4, 4])),
-        ("a (3, 5, 7) batch with lengths [7, 1, 4]", wide, torch.tensor([7, 1, 4])),
-    ):
-        hint = "a 1-D length covers every query of its sequence, a 2-D one a single query; "
-        cases.append(
-            (description, (scores, lens), masking.masked_softmax(scores, lens), hint + steps)
+
+    def case(description: str, scores: torch.Tensor, lens: torch.Tensor, hint: str) -> tuple:
+        """A case whose expected answer is the library's masked softmax of its arguments."""
+        return (description, (scores, lens), masking.masked_softmax(scores, lens), hint)
+
+    lengths_hint = "a 1-D length covers every query of its sequence, a 2-D one a single query; "
+    cases = [
+        case(description, scores, lens, lengths_hint + steps)
+        for description, scores, lens in (
+            ("1-D lengths [2, 3]", X, torch.tensor([2, 3])),
+            ("2-D lengths [[1, 3], [2, 4]]", X, torch.tensor([[1, 3], [2, 4]])),
+            ("every key valid", X, torch.tensor([4, 4])),
+            ("a (3, 5, 7) batch with lengths [7, 1, 4]", wide, torch.tensor([7, 1, 4])),
         )
+    ]
     empty = torch.tensor([0, 3])
+    huge = X.masked_fill(torch.arange(4) >= 2, 1e30)  # keys 2 and 3 masked below
+    low = X * 1e3 - 1e7  # real scores far below -1e6
     cases += [
-        (
+        case(
             "a sequence of length 0 gives a row of zeros",
-            (X, empty),
-            masking.masked_softmax(X, empty),
+            X,
+            empty,
             "a fill of -1e6 makes the row uniform and -inf makes it NaN; "
             "write zeros into the masked positions after the softmax; " + length_0,
         ),
-        (
+        case(
             "a 2-D length of 0 for one query",
-            (X, torch.tensor([[0, 2], [4, 0]])),
-            masking.masked_softmax(X, torch.tensor([[0, 2], [4, 0]])),
+            X,
+            torch.tensor([[0, 2], [4, 0]]),
             "rows with no valid key are all zeros; " + length_0,
         ),
-    ]
-    huge = X.masked_fill(torch.arange(4) >= 2, 1e30)  # keys 2 and 3 masked below
-    cases.append(
-        (
+        case(
             "masked scores of 1e30 (padding may hold anything)",
-            (huge, torch.tensor([2, 1])),
-            masking.masked_softmax(huge, torch.tensor([2, 1])),
+            huge,
+            torch.tensor([2, 1]),
             "replace masked scores before the softmax: a masked score must never "
             "take part, however large; " + steps,
-        )
-    )
-    low = X * 1e3 - 1e7  # real scores far below -1e6
-    cases.append(
-        (
+        ),
+        case(
             "real scores around -1e7 (below a fill of -1e6)",
-            (low, torch.tensor([2, 3])),
-            masking.masked_softmax(low, torch.tensor([2, 3])),
+            low,
+            torch.tensor([2, 3]),
             "a fixed fill such as -1e6 is not below every real score; fill with "
             "torch.finfo(X.dtype).min; " + half,
-        )
-    )
+        ),
+    ]
     for dtype, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
         scores = X.to(dtype)
         for lens in (torch.tensor([2, 3]), empty):
