@@ -327,11 +327,11 @@ class Explorer:
         self._layout = ipywidgets.Layout(
             width=f"{width}px", height=f"{height}px", max_width="none", align_self="flex-start"
         )
-        self._client_swap = CLIENT_SWAP
-        self._images: dict = {}  # state -> Image (client swap: one per state)
+        self._images: dict = {}  # state -> Image, one per state (ipywidgets 8)
         self._links: list = []
-        if not self._client_swap:
-            self._images[None] = self._new_image(self._state())
+        self._image: ipywidgets.Image | None = None  # the one Image (ipywidgets 7.7)
+        if not CLIENT_SWAP:
+            self._image = self._new_image(self._state())
             for widget in self.controls:
                 widget.observe(self._on_change, names="value")
         self._box: ipywidgets.VBox | None = None
@@ -393,7 +393,7 @@ class Explorer:
     # -- live widget -----------------------------------------------------------
     def _new_image(self, state) -> ipywidgets.Image:
         png = self._frame_of(state)
-        if not self._client_swap:
+        if not CLIENT_SWAP:
             return ipywidgets.Image(value=png, format="png", layout=self._layout)
         # A data URL, not PNG bytes: the front end turns PNG bytes into a new
         # blob URL for every view it creates, and Chromium loads a blob URL
@@ -410,8 +410,8 @@ class Explorer:
         ipywidgets 7.7; under ipywidgets 8 (one Image per state) its format is
         ``"url"`` and its value the ``data:image/png;base64,...`` URL of the PNG.
         """
-        if not self._client_swap:
-            return self._images[None]
+        if not CLIENT_SWAP:
+            return self._image
         state = self._state()
         if state not in self._images:
             self._images[state] = self._new_image(state)
@@ -458,7 +458,7 @@ class Explorer:
             for state in self.states:
                 self._frame_of(state)
             top = self.controls[0] if len(self.controls) == 1 else ipywidgets.HBox(self.controls)
-            picture = self._stack(0, ()) if self._client_swap else self.image
+            picture = self._stack(0, ()) if CLIENT_SWAP else self.image
             self._box = ipywidgets.VBox([top, picture])
         return self._box
 
