@@ -28,10 +28,9 @@ from pathlib import Path
 
 import nbformat
 
-from ._site import BOOK, NOTEBOOKS, ROOT
+from ._site import BOOK, NOTEBOOKS
 
 WIDGET_ERRORS = ("Error displaying widget", "model not found")
-KERNEL_IPYTHONDIR = ROOT / "book" / "_ext"
 
 
 def explorer_notebooks() -> list[Path]:
@@ -234,7 +233,8 @@ class LabNotebook:
         return [found.nth(i) for i in range(found.count())]
 
     def step(self, explorer, control) -> dict:
-        """Move ``control`` one stop with the keyboard; return the new picture's latency."""
+        """Move ``control`` one stop (a key press; a menu, its next option chosen)
+        and return the new picture's latency."""
         control.scroll_into_view_if_needed()
         control.focus()
         kind = control.evaluate(

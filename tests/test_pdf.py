@@ -14,7 +14,7 @@ import unicodedata
 import pytest
 
 from ._site import BOOK, ROOT, read_notebook, toc_files
-from .print_book import OUTPUT, STOPS
+from .print_book import OUTPUT, STOPS, squash
 
 TEX = re.compile(r"\$|\\[A-Za-z]+")
 
@@ -120,10 +120,9 @@ def test_figures_are_printed(pdf):
             assert normal(caption)[:40] in whole, f"figure caption missing: {caption[:60]}"
 
 
-def squash(text: str) -> str:
-    """Letters and digits only, lower case, with TeX commands and maths marks gone."""
-    text = re.sub(r"\\[A-Za-z]+", "", unicodedata.normalize("NFKC", text))
-    return re.sub(r"[^0-9a-z]", "", text.lower())
+def squash_tex(text: str) -> str:
+    """print_book's squash (letters and digits, lower case) with TeX commands gone."""
+    return squash(re.sub(r"\\[A-Za-z]+", "", unicodedata.normalize("NFKC", text)))
 
 
 def source_headings() -> list[str]:
@@ -164,7 +163,7 @@ def test_outline_names_every_heading_once_and_readably(pdf):
         half = len(title) // 2
         assert title[:half].strip() != title[half:].strip(), f"repeated title {title!r}"
         assert not TEX.search(title), f"raw TeX in outline title {title!r}"
-    squashed = {squash(title) for title in found}
-    missing = [h for h in source_headings() if squash(h) not in squashed]
+    squashed = {squash_tex(title) for title in found}
+    missing = [h for h in source_headings() if squash_tex(h) not in squashed]
     assert not missing, f"headings missing from the outline: {missing[:5]}"
     assert normal(chapter_title(toc_files()[1])) in found
