@@ -19,7 +19,7 @@ NBVAL := -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval-sanitize.
 PORT ?= 8000
 
 .PHONY: help install colab-env lint book test test-lib test-book test-notebooks test-widgets-ipyw7 \
-        test-jupyter pdf colab lab notebooks serve bench clean
+        test-jupyter test-cpus pdf colab lab notebooks serve bench clean
 
 help:
 	@echo "make book       build the website into _build/html (strict)"
@@ -30,6 +30,7 @@ help:
 	@echo "make notebooks  re-execute notebooks in place (NB=... for one) to accept changes"
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
 	@echo "make test-jupyter  drive every explorer with the keyboard in a real JupyterLab"
+	@echo "make test-cpus  strict nbval again with other CPU code paths forced (NB=... for one)"
 	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
 	@echo "make clean      remove _build"
@@ -110,6 +111,22 @@ test-jupyter: $(STAMP)
 
 test-notebooks: $(STAMP) $(KERNEL_PROFILE)
 	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL) $(NOTEBOOKS)
+
+# Strict nbval again with other CPU code paths forced, so that a stored output
+# which holds only on this machine's kernels fails here and not on a reader's
+# Intel or AMD machine. The notebooks' kernels inherit these variables.
+# NB=... checks one notebook. AVX-512 is tried only where the CPU has it.
+CPU_VARIANTS := \
+  "ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 OMP_NUM_THREADS=1" \
+  "ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 OMP_NUM_THREADS=4"
+AVX512_VARIANT := "ATEN_CPU_CAPABILITY=avx512 MKL_ENABLE_INSTRUCTIONS=AVX512 OMP_NUM_THREADS=2"
+HAS_AVX512 := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo yes)
+test-cpus: $(STAMP) $(KERNEL_PROFILE)
+	@for variant in $(CPU_VARIANTS) $(if $(HAS_AVX512),$(AVX512_VARIANT)); do \
+	  echo "== strict nbval with $$variant"; \
+	  env $$variant IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL) $(or $(NB),$(NOTEBOOKS)) || exit 1; \
+	done
+	@$(if $(HAS_AVX512),true,echo "== AVX-512 variant skipped: this CPU has no avx512f")
 
 test-widgets-ipyw7: colab-env
 	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py
