@@ -18,12 +18,13 @@ NB ?=
 NBVAL := -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p tests.nbval_report
 PORT ?= 8000
 
-.PHONY: help install colab-env lint book test test-lib test-book test-notebooks test-widgets-ipyw7 \
-        test-jupyter test-cpus pdf colab lab notebooks serve bench clean
+.PHONY: help install colab-env lint book site test check test-lib test-book test-browser \
+        test-notebooks test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean
 
 help:
 	@echo "make book       build the website into _build/html (strict)"
-	@echo "make test       lint, library tests, book tests, nbval on every notebook"
+	@echo "make test       lint, library tests, nbval on every notebook, the site and its links"
+	@echo "make check      make test, then browsers, JupyterLab, PDF, Colab-like run, CPU variants (CI)"
 	@echo "make test NB=book/NAME.ipynb   check one notebook against its stored outputs"
 	@echo "make colab      run every notebook alone in a Colab-like environment"
 	@echo "make lab        open the chapters in JupyterLab"
@@ -31,6 +32,7 @@ help:
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
 	@echo "make test-jupyter  drive every explorer with the keyboard in a real JupyterLab"
 	@echo "make test-cpus  strict nbval again with other CPU code paths forced (NB=... for one)"
+	@echo "make site       the PDF, then the website linking it"
 	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
 	@echo "make clean      remove _build"
@@ -43,10 +45,10 @@ $(STAMP): requirements.txt lib/pyproject.toml
 
 install: $(STAMP)
 
-$(COLAB_STAMP): tests/requirements-colab.txt
+$(COLAB_STAMP): tools/requirements-colab.txt
 	rm -rf $(COLAB_VENV)
 	$(PYTHON) -m venv $(COLAB_VENV)
-	$(COLAB_VENV)/bin/python -m pip install --quiet -r tests/requirements-colab.txt
+	$(COLAB_VENV)/bin/python -m pip install --quiet -r tools/requirements-colab.txt
 	touch $(COLAB_STAMP)
 
 # attnbook is reinstalled (non-editable) whenever lib/ changes.
@@ -79,32 +81,55 @@ book: $(STAMP) $(LIB_STAMP) $(KERNEL_PROFILE)
 
 # The whole book on paper: one HTML page (Jupyter Book's singlehtml builder,
 # same executed notebooks as `make book`), printed by headless Chromium with
-# each explorer as small multiples (tests/print_book.py), then checked.
+# each explorer as small multiples (tools/print_book.py), then checked.
 pdf: $(STAMP) $(LIB_STAMP) $(KERNEL_PROFILE)
 	$(BUILD_BOOK) --builder custom --custom-builder singlehtml
-	$(BIN)/python -m tests.print_book
+	$(BIN)/python -m tools.print_book
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_pdf.py
 
+# The website with the PDF: print the book first, then build the site, which
+# links "Download the book as PDF" from every page when the PDF is there.
+site: pdf
+	$(BUILD_BOOK)
+
+# Two tiers. `make test` (the README's test command, a few minutes): lint, the
+# library's tests, strict nbval on every notebook, the website build and its
+# link and hygiene checks; two jobs at a time on two cores. `make check`
+# (what .ci/run runs): `make test`, then the browser suites, the real
+# JupyterLab, the PDF, the Colab-like run and nbval on other CPU code paths.
+TEST_PARTS := lint test-lib test-book test-notebooks test-widgets-ipyw7
 ifeq ($(NB),)
-test: $(STAMP) lint test-lib book test-book test-notebooks test-widgets-ipyw7
+test: $(STAMP) $(KERNEL_PROFILE) colab-env
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_PARTS)
 else
 test: $(STAMP) $(KERNEL_PROFILE)
 	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL) $(NB)
 endif
 
 lint: $(STAMP)
-	$(BIN)/ruff check --config lib/pyproject.toml lib tests book
-	$(BIN)/ruff format --config lib/pyproject.toml --check lib tests book
+	$(BIN)/ruff check --config lib/pyproject.toml lib tests tools book
+	$(BIN)/ruff format --config lib/pyproject.toml --check lib tests tools book
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(BIN)/zizmor --offline --no-progress .github/workflows
 
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q lib/tests
 
-# The JupyterLab run and the PDF check have targets of their own (slower).
-test-book: $(STAMP)
+# The built site's checks that need no browser (links, alt text, sizes,
+# notebook hygiene); the browser suites are `make test-browser`.
+BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.py
+test-book: $(STAMP) book
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests \
-	  --ignore=tests/test_jupyter.py --ignore=tests/test_pdf.py
+	  --ignore=tests/test_jupyter.py --ignore=tests/test_pdf.py \
+	  $(addprefix --ignore=,$(BROWSER_TESTS))
+
+# Every static explorer driven offline, axe-core in light and dark mode, the
+# phone and dark-mode layouts, the site under a sub-path: one browser each.
+test-browser: $(STAMP) book
+	$(BIN)/python -m pytest -p no:cacheprovider -q $(BROWSER_TESTS)
+
+check: test
+	$(MAKE) --no-print-directory test-browser test-jupyter pdf colab test-cpus
 
 test-jupyter: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_jupyter.py
@@ -122,31 +147,33 @@ CPU_VARIANTS := \
 AVX512_VARIANT := "ATEN_CPU_CAPABILITY=avx512 MKL_ENABLE_INSTRUCTIONS=AVX512 OMP_NUM_THREADS=2"
 HAS_AVX512 := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo yes)
 test-cpus: $(STAMP) $(KERNEL_PROFILE)
-	@for variant in $(CPU_VARIANTS) $(if $(HAS_AVX512),$(AVX512_VARIANT)); do \
+	@failed=""; for variant in $(CPU_VARIANTS) $(if $(HAS_AVX512),$(AVX512_VARIANT)); do \
 	  echo "== strict nbval with $$variant"; \
-	  env $$variant IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL) $(or $(NB),$(NOTEBOOKS)) || exit 1; \
-	done
-	@$(if $(HAS_AVX512),true,echo "== AVX-512 variant skipped: this CPU has no avx512f")
+	  env $$variant IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL) \
+	    $(or $(NB),$(NOTEBOOKS)) || failed="$$failed\n   $$variant"; \
+	done; \
+	$(if $(HAS_AVX512),true,echo "== AVX-512 variant skipped: this CPU has no avx512f"); \
+	if [ -n "$$failed" ]; then printf "== strict nbval failed with:$$failed\n"; exit 1; fi
 
 test-widgets-ipyw7: colab-env
 	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py
 
 colab: colab-env
-	$(COLAB_VENV)/bin/python tests/colab_run.py $(NOTEBOOKS)
+	$(COLAB_VENV)/bin/python tools/colab_run.py $(NOTEBOOKS)
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/
 
 notebooks: $(STAMP) $(KERNEL_PROFILE)
-	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python tests/nbtools.py execute $(or $(NB),$(NOTEBOOKS))
+	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python tools/nbtools.py execute $(or $(NB),$(NOTEBOOKS))
 
 serve:
 	@test -f _build/html/index.html || { echo "run 'make book' first"; exit 1; }
 	$(PYTHON) -m http.server --directory _build/html --bind 127.0.0.1 $(PORT)
 
 bench: $(STAMP) book
-	$(BIN)/python -m tests.bench
-	$(BIN)/python -m tests.bench_jupyter
+	$(BIN)/python -m tools.bench
+	$(BIN)/python -m tools.bench_jupyter
 
 clean:
 	rm -rf _build

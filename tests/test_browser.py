@@ -1,21 +1,17 @@
 """The static explorers, every control driven in headless Chromium, offline.
 
 Every request that is not to the local test server (or a data: URL) is aborted
-and recorded, so a CDN dependency fails the test loudly. Chromium is Debian's
-package (/usr/bin/chromium); Playwright never downloads a browser here.
+and recorded, so a CDN dependency fails the test loudly. The browser is found by
+``tools.browser.find_chromium``; Playwright never downloads one.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from playwright.sync_api import sync_playwright
 
 from attnbook import widgets
-
-from ._offline import Offline
-from ._site import CHROMIUM, CHROMIUM_ARGS, require_site, serve
+from tools.browser import Offline
+from tools.site import require_site, serve
 
 # Every built page with an explorer, and how many it holds.
 EXPLORER_PAGES = {
@@ -28,17 +24,7 @@ EXPLORER_PAGES = {
 }
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        raise AssertionError(f"{CHROMIUM} is missing: install Debian's chromium (see .ci/run)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-# One offline browser context for every browser test (tests/_offline.py).
+# One offline browser context for every browser test (tools/browser.py).
 OfflinePage = Offline
 
 

@@ -1,6 +1,6 @@
 """`make test-jupyter`: every explorer driven with the keyboard in a real JupyterLab.
 
-A throwaway JupyterLab (tests/jupyter_lab.py) serves copies of the chapters
+A throwaway JupyterLab (tools/jupyter_lab.py) serves copies of the chapters
 that show explorers; headless Chromium opens each one, runs every cell, and
 moves every control of every explorer, twice round: sliders with the keyboard,
 menus by choosing the next option (a closed menu ignores keys in JupyterLab in
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from ._offline import Offline, chromium
-from .jupyter_lab import LabNotebook, explorer_notebooks, lab_server
+from tools.browser import Offline, chromium
+from tools.jupyter_lab import LabNotebook, explorer_notebooks, lab_server
 
 NOTEBOOKS = explorer_notebooks()
 STEPS = 3  # key presses per control

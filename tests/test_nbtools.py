@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from .nbtools import INSTALL_TAG, install_cell_source, main
+from tools.nbtools import INSTALL_TAG, install_cell_source, main
 
 
 def notebook(first_source: str, tags: list[str]) -> nbformat.NotebookNode:

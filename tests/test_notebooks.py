@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from ._site import BOOK, NOTEBOOKS, config, read_notebook, toc_files
-from .nbtools import INSTALL_TAG, install_cell_source
+from tools.nbtools import INSTALL_TAG, install_cell_source
+from tools.site import BOOK, NOTEBOOKS, config, read_notebook, toc_files
 
 CHAPTERS = [
     "book/intro",
@@ -70,7 +70,7 @@ class TestNotebook:
         first, second = code_cells(read_notebook(path))[:2]
         assert first.source == install_cell_source(), (
             f"{path.name}: the first code cell must be exactly the install cell "
-            "(python tests/nbtools.py install-cell)"
+            "(python tools/nbtools.py install-cell)"
         )
         assert INSTALL_TAG in first.metadata.get("tags", [])
         assert first.outputs == []

@@ -13,8 +13,8 @@ import unicodedata
 
 import pytest
 
-from ._site import BOOK, ROOT, read_notebook, toc_files
-from .print_book import OUTPUT, STOPS, squash
+from tools.print_book import OUTPUT, STOPS, squash
+from tools.site import BOOK, ROOT, read_notebook, toc_files
 
 TEX = re.compile(r"\$|\\[A-Za-z]+")
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageStat
 
-from ._offline import Offline, chromium, picture
-from ._site import ROOT, SITE, require_site, serve
+from tools.browser import Offline, picture
+from tools.site import ROOT, SITE, require_site, serve
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
@@ -40,12 +40,6 @@ def built_pages() -> list[str]:
         if not {"_static", "_sources", "_images"} & set(p.parts)
         and 'http-equiv="refresh"' not in p.read_text(encoding="utf-8")[:2000].lower()
     )
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as browser:
-        yield browser
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import sys
 
 import nbformat
 
-from ._site import NOTEBOOKS, ROOT, read_notebook
+from tools.site import NOTEBOOKS, ROOT, read_notebook
 
 
 def first_numeric_output(nb) -> tuple[int, int, dict, str]:

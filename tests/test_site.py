@@ -3,45 +3,14 @@
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
 
-from ._site import NOTEBOOKS, config, require_site
+from tools.site import NOTEBOOKS, config, page_weight, parse, require_site
 
 PAGE_BUDGET = 1024 * 1024  # an interactive page, HTML and frames together
-
-
-class Page(HTMLParser):
-    """Collects what the tests look at in one HTML page."""
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.loads: list[str] = []  # URLs the browser fetches by itself
-        self.links: list[str] = []  # <a href>
-        self.ids: set[str] = set()
-        self.images: list[dict] = []
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if "id" in attrs:
-            self.ids.add(attrs["id"])
-        if tag in ("script", "img", "iframe", "source", "video", "audio") and attrs.get("src"):
-            self.loads.append(attrs["src"])
-        if tag == "link" and attrs.get("href") and attrs.get("rel") != "canonical":
-            self.loads.append(attrs["href"])
-        if tag == "a" and attrs.get("href"):
-            self.links.append(attrs["href"])
-        if tag == "img":
-            self.images.append(attrs)
-
-
-def parse(path: Path) -> Page:
-    page = Page()
-    page.feed(path.read_text(encoding="utf-8"))
-    return page
 
 
 def pages() -> list[Path]:
@@ -136,16 +105,6 @@ def test_interactive_pages_hold_a_static_explorer_within_budget(name):
     assert page_weight(path) <= PAGE_BUDGET
 
 
-def page_weight(path: Path) -> int:
-    """Bytes of the page's HTML (frames inline) plus the figures it shows."""
-    images = [
-        (path.parent / unquote(image["src"])).resolve()
-        for image in parse(path).images
-        if image.get("src") and not image["src"].startswith("data:")
-    ]
-    return path.stat().st_size + sum(image.stat().st_size for image in set(images))
-
-
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
 def test_solutions_are_folded_code_and_output(notebook):
     """A solution's code and what it prints sit behind one closed toggle."""
@@ -162,3 +121,62 @@ def test_solutions_are_folded_code_and_output(notebook):
         toggle = children[0]
         assert toggle.get("open") is None, f"{notebook.stem}: a solution toggle starts open"
         assert toggle.select(".cell_input") and toggle.select(".cell_output")
+
+
+def load_pdf_link():
+    """book/_ext/pdf_link.py, the extension that links the printed book."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "book" / "_ext" / "pdf_link.py"
+    spec = importlib.util.spec_from_file_location("pdf_link", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pdf_link_is_offered_only_for_a_printed_book_and_only_on_the_html_site(tmp_path):
+    from types import SimpleNamespace
+
+    pdf_link = load_pdf_link()
+
+    def offered(builder: str) -> dict:
+        app = SimpleNamespace(
+            srcdir=str(tmp_path),
+            builder=SimpleNamespace(name=builder),
+            config=SimpleNamespace(html_context={}),
+        )
+        pdf_link._offer(app)
+        return app.config.html_context
+
+    assert offered("html") == {}  # not printed yet
+    printed = pdf_link.printed_book(tmp_path)
+    printed.parent.mkdir(parents=True)
+    printed.write_bytes(b"%PDF" + bytes(3 * 2**20))
+    assert offered("html") == {
+        "attnbook_pdf": "attention-interactively.pdf",
+        "attnbook_pdf_size": "3.0 MiB",
+    }
+    assert offered("singlehtml") == {}  # the page that is printed links nothing
+
+
+def test_every_page_links_the_pdf_exactly_when_the_site_has_it():
+    """`make site` copies the PDF in and links it from each page; `make book`
+    alone (no PDF printed) links it from none, so no link is dead."""
+    site = require_site()
+    pdf = site / "attention-interactively.pdf"
+    label = re.compile(r"Download the book as PDF \((\d+\.\d) MiB\)")
+    for path in pages():
+        if path.name in ("search.html", "genindex.html") or "_downloads" in path.parts:
+            continue
+        html = path.read_text(encoding="utf-8")
+        links = [
+            href
+            for href in parse(path).links
+            if urlparse(href).path.endswith("attention-interactively.pdf")
+        ]
+        if not pdf.exists():
+            assert not links and not label.search(html), f"{path.name} links a PDF the site lacks"
+            continue
+        assert len(links) == 1, f"{path.name}: {len(links)} links to the PDF"
+        assert (path.parent / unquote(urlparse(links[0]).path)).resolve() == pdf.resolve()
+        assert label.search(html)[1] == f"{pdf.stat().st_size / 2**20:.1f}"

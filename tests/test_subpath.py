@@ -19,8 +19,9 @@ from urllib.parse import urldefrag, urlsplit
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from tools.site import require_site, serve
+
 from . import test_browser
-from ._site import require_site, serve
 from .test_site import pages
 
 PREFIX = "/attention-interactively/"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 
-from ._site import BOOK, NOTEBOOKS
+from .site import BOOK, NOTEBOOKS
 
 WIDGET_ERRORS = ("Error displaying widget", "model not found")
 

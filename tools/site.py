@@ -1,4 +1,5 @@
-"""Shared helpers for the book-level tests: paths, the built site, a local server."""
+"""What the book's tests and tools share: paths, the table of contents, the built
+site (its pages parsed, their weight), a local server."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import http.server
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import nbformat
 import yaml
@@ -17,17 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 SITE = ROOT / "_build" / "html"
 NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless=new",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def config() -> dict:
@@ -112,3 +103,43 @@ def serve(directory: Path, prefix: str = "/") -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class Page(HTMLParser):
+    """Collects what the tests look at in one HTML page."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.loads: list[str] = []  # URLs the browser fetches by itself
+        self.links: list[str] = []  # <a href>
+        self.ids: set[str] = set()
+        self.images: list[dict] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+        if tag in ("script", "img", "iframe", "source", "video", "audio") and attrs.get("src"):
+            self.loads.append(attrs["src"])
+        if tag == "link" and attrs.get("href") and attrs.get("rel") != "canonical":
+            self.loads.append(attrs["href"])
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+        if tag == "img":
+            self.images.append(attrs)
+
+
+def parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def page_weight(path: Path) -> int:
+    """Bytes of the page's HTML (frames inline) plus the figures it shows."""
+    images = [
+        (path.parent / unquote(image["src"])).resolve()
+        for image in parse(path).images
+        if image.get("src") and not image["src"].startswith("data:")
+    ]
+    return path.stat().st_size + sum(image.stat().st_size for image in set(images))

@@ -1,7 +1,10 @@
-"""Headless Chromium for the reading tests: offline pages, explorers found in the DOM.
+"""Headless Chromium for the tests and tools: finding it, offline pages, explorers
+found in the DOM.
 
-Chromium is Debian's package (/usr/bin/chromium); Playwright never downloads a
-browser here. Every request that is not to 127.0.0.1 (or a data:/blob: URL) is
+The browser is found, never downloaded (:func:`find_chromium`): the
+``CHROMIUM`` environment variable, else Debian's ``/usr/bin/chromium``, else a
+``chromium`` or ``google-chrome`` on ``PATH`` (GitHub's Ubuntu runners ship
+Google Chrome and no Debian package). Every request that is not to 127.0.0.1 (or a data:/blob: URL) is
 aborted and recorded, and console errors are recorded too.
 
 Explorers are found by the fragment contract that every explorer keeps: the
@@ -13,23 +16,72 @@ fragments without it: the explorer's visible images).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import shutil
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ._site import CHROMIUM, CHROMIUM_ARGS
+DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
+ON_PATH = ("chromium", "google-chrome")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless=new",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+class NoBrowserError(RuntimeError):
+    """No Chromium or Chrome was found where :func:`find_chromium` looks."""
+
+
+def find_chromium(
+    environ: Mapping[str, str] | None = None,
+    debian: Path = DEBIAN_CHROMIUM,
+    which: Callable[[str], str | None] = shutil.which,
+) -> str:
+    """The path of the browser to drive: ``$CHROMIUM``, else ``/usr/bin/chromium``,
+    else ``chromium`` or ``google-chrome`` on ``PATH``.
+
+    A ``CHROMIUM`` that names no executable file is an error (it was asked for);
+    so is finding nothing, and the message names all three places.
+    """
+    environ = os.environ if environ is None else environ
+    asked = environ.get("CHROMIUM", "")
+    if asked:
+        if not (os.path.isfile(asked) and os.access(asked, os.X_OK)):
+            raise NoBrowserError(f"CHROMIUM={asked!r} is not an executable file")
+        return asked
+    if debian.is_file() and os.access(debian, os.X_OK):
+        return str(debian)
+    for name in ON_PATH:
+        found = which(name)
+        if found:
+            return found
+    raise NoBrowserError(
+        "no browser found: set CHROMIUM to a Chromium or Chrome executable, install "
+        f"Debian's chromium ({debian}), or put {' or '.join(ON_PATH)} on PATH"
+    )
+
+
+def launch(playwright):
+    """Launch the found browser headless with :data:`CHROMIUM_ARGS` through Playwright."""
+    return playwright.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
 
 
 @contextmanager
 def chromium() -> Iterator:
-    """A headless Debian Chromium, closed afterwards."""
+    """A headless Chromium (:func:`find_chromium`), closed afterwards."""
     from playwright.sync_api import sync_playwright
 
-    if not Path(CHROMIUM).exists():
-        raise AssertionError(f"{CHROMIUM} is missing: install Debian's chromium (see .ci/run)")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch(playwright)
         try:
             yield browser
         finally:

@@ -4,7 +4,7 @@ For each explorer it measures, side by side in one run:
   * live: the median time for the persistent figure to draw a stop's frame
     as PNG (``explorer.frame``, blitting). The live widget draws every state
     this way once, when it is built; a control change then draws nothing (the
-    key-press latency in JupyterLab is the second part, tests/bench_jupyter.py);
+    key-press latency in JupyterLab is the second part, tools/bench_jupyter.py);
   * naive: the median time to draw the same figure content the way
     ``interact`` + ``plt.show()`` does it (a new figure per event, full render);
 and prints their ratio (budget: live at least 10x faster; goal 15x). It prints
@@ -30,8 +30,8 @@ from attnbook import widgets
 from attnbook.training import RecallAttention, train_recall
 from attnbook.widgets._core import encode_png
 
-from ._site import CHROMIUM, CHROMIUM_ARGS, SITE, serve
-from .test_site import page_weight
+from .browser import NoBrowserError, find_chromium, launch
+from .site import SITE, page_weight, serve
 
 RATIO_BUDGET = 10.0
 RATIO_GOAL = 15.0
@@ -113,7 +113,7 @@ def browser_swap_ms(page_path: Path) -> tuple[float, float, float]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright, serve(SITE) as base:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch(playwright)
         page = browser.new_page()
         page.route(
             "**/*",
@@ -197,10 +197,13 @@ def main() -> int:
             ok = False
             continue
         weight = page_weight(path)
-        if Path(CHROMIUM).exists():
-            swap, p95, worst = browser_swap_ms(path)
-        else:
+        try:
+            find_chromium()
+        except NoBrowserError as error:
+            print(f"no browser swap timing: {error}")
             swap = p95 = worst = float("nan")
+        else:
+            swap, p95, worst = browser_swap_ms(path)
         ok &= weight <= SIZE_BUDGET and p95 <= FRAME_BUDGET_MS
         print(
             f"{page:<20} {name:<15} {weight / 1024:>6.0f} KiB   "

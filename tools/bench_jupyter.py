@@ -1,6 +1,6 @@
 """`make bench` (second part): key press to new picture, in a real JupyterLab.
 
-A throwaway JupyterLab (tests/jupyter_lab.py) runs copies of the chapters that
+A throwaway JupyterLab (tools/jupyter_lab.py) runs copies of the chapters that
 show explorers, plus a notebook of two references written here:
 
 * naive: the usual way, ``interact`` over the kernel width with a new figure
@@ -24,7 +24,7 @@ import sys
 
 import nbformat
 
-from ._offline import Offline, chromium
+from .browser import Offline, chromium
 from .jupyter_lab import LabNotebook, explorer_notebooks, lab_server
 
 PRESSES = 15

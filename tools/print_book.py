@@ -9,7 +9,7 @@ its controls (range inputs and selects), a few representative stops, each
 picture labelled with the control's name and value. Then ``page.pdf()`` prints
 A4 pages with the heading outline and internal links.
 
-Usage: python -m tests.print_book [OUTPUT.pdf]   (default _build/pdf/attention-interactively.pdf)
+Usage: python -m tools.print_book [OUTPUT.pdf]   (default _build/pdf/attention-interactively.pdf)
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from ._offline import Offline, chromium, controls, picture
-from ._site import ROOT, serve, toc_files
+from .browser import Offline, chromium, controls, picture
+from .site import ROOT, serve, toc_files
 
 SINGLE = ROOT / "_build" / "singlehtml"
 OUTPUT = ROOT / "_build" / "pdf" / "attention-interactively.pdf"

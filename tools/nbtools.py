@@ -1,8 +1,8 @@
 """Notebook maintenance for the book: the Colab install cell and re-execution.
 
-    python tests/nbtools.py execute book/a.ipynb ...   # refresh stored outputs
-    python tests/nbtools.py install-cell               # print the install cell
-    python tests/nbtools.py install-cell --write [book/a.ipynb ...]
+    python tools/nbtools.py execute book/a.ipynb ...   # refresh stored outputs
+    python tools/nbtools.py install-cell               # print the install cell
+    python tools/nbtools.py install-cell --write [book/a.ipynb ...]
         # make every notebook's install cell match _config.yml (all by default)
 
 `execute` rewrites the install cell too, so `make notebooks` after a change
