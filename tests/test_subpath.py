@@ -26,9 +26,8 @@ from .test_site import pages
 
 PREFIX = "/attention-interactively/"
 
-# Shared with the browser test: Debian's Chromium (module-scoped) and a page
-# that may only talk to 127.0.0.1, recording console errors and blocked requests.
-browser = test_browser.browser
+# Shared with the browser test: a page that may only talk to 127.0.0.1,
+# recording console errors and blocked requests (the browser is conftest's).
 OfflinePage = test_browser.OfflinePage
 
 PAGE_FACTS = """() => ({
