@@ -16,6 +16,8 @@ NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 # `make test NB=book/masked-softmax.ipynb` checks one notebook only.
 NB ?=
 NBVAL := -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p tests.nbval_report
+# Every notebook at once: one notebook per worker, two workers (pytest-xdist).
+NBVAL_ALL := $(NBVAL) -n 2 --dist loadfile
 PORT ?= 8000
 
 .PHONY: help install colab-env lint book site test check test-lib test-book test-browser \
@@ -97,7 +99,7 @@ site: pdf
 # link and hygiene checks; two jobs at a time on two cores. `make check`
 # (what .ci/run runs): `make test`, then the browser suites, the real
 # JupyterLab, the PDF, the Colab-like run and nbval on other CPU code paths.
-TEST_PARTS := lint test-lib test-book test-notebooks test-widgets-ipyw7
+TEST_PARTS := test-book lint test-lib test-notebooks test-widgets-ipyw7
 ifeq ($(NB),)
 test: $(STAMP) $(KERNEL_PROFILE) colab-env
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_PARTS)
@@ -113,7 +115,7 @@ lint: $(STAMP)
 	$(BIN)/zizmor --offline --no-progress .github/workflows
 
 test-lib: $(STAMP)
-	$(BIN)/python -m pytest -p no:cacheprovider -q lib/tests
+	$(BIN)/python -m pytest -p no:cacheprovider -q -n 2 lib/tests
 
 # The built site's checks that need no browser (links, alt text, sizes,
 # notebook hygiene); the browser suites are `make test-browser`.
@@ -135,7 +137,7 @@ test-jupyter: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_jupyter.py
 
 test-notebooks: $(STAMP) $(KERNEL_PROFILE)
-	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL) $(NOTEBOOKS)
+	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) $(NOTEBOOKS)
 
 # Strict nbval again with other CPU code paths forced, so that a stored output
 # which holds only on this machine's kernels fails here and not on a reader's
@@ -149,7 +151,7 @@ HAS_AVX512 := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo yes)
 test-cpus: $(STAMP) $(KERNEL_PROFILE)
 	@failed=""; for variant in $(CPU_VARIANTS) $(if $(HAS_AVX512),$(AVX512_VARIANT)); do \
 	  echo "== strict nbval with $$variant"; \
-	  env $$variant IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL) \
+	  env $$variant IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) \
 	    $(or $(NB),$(NOTEBOOKS)) || failed="$$failed\n   $$variant"; \
 	done; \
 	$(if $(HAS_AVX512),true,echo "== AVX-512 variant skipped: this CPU has no avx512f"); \

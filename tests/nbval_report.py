@@ -13,6 +13,7 @@ import os
 import pytest
 
 _failures: list[dict] = []
+_KEY = "nbval_report"
 
 
 def _text(outputs) -> str:
@@ -57,16 +58,25 @@ def pytest_runtest_makereport(item, call):
     raised = "Error" in message and "output" not in message.lower()
     stored = _text(item.cell.get("outputs"))
     new = _text(getattr(item, "test_outputs", None))
-    _failures.append(
-        {
-            "notebook": os.path.relpath(item.path),
-            "cell": getattr(item, "cell_num", "?"),
-            "first_line": first_line[:70],
-            "raised": raised,
-            "stored": stored,
-            "new": new,
-        }
+    # Carried on the report, so that it reaches the controller process when
+    # pytest-xdist runs the notebooks on several workers (`make test`).
+    report.user_properties.append(
+        (
+            _KEY,
+            {
+                "notebook": os.path.relpath(item.path),
+                "cell": getattr(item, "cell_num", "?"),
+                "first_line": first_line[:70],
+                "raised": raised,
+                "stored": stored,
+                "new": new,
+            },
+        )
     )
+
+
+def pytest_runtest_logreport(report):
+    _failures.extend(value for key, value in report.user_properties if key == _KEY)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -63,6 +63,12 @@ def test_changing_one_stored_digit_makes_nbval_fail(tmp_path):
             "--nbval-sanitize-with",
             str(ROOT / "tests" / "nbval-sanitize.cfg"),
             "-rA",
+            # As `make test` runs them: a notebook per worker, the report
+            # gathered from the workers (tests/nbval_report.py).
+            "-n",
+            "2",
+            "--dist",
+            "loadfile",
             *map(str, files),
         ],
         cwd=ROOT,
