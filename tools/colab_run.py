@@ -4,8 +4,9 @@ Run with the Python of .venv-colab: ipywidgets 7.7.1, torch, matplotlib,
 ipykernel, and attnbook installed from lib/ as a regular (non-editable)
 package. Each notebook is copied ALONE into an empty temporary folder and
 executed there, so it cannot read repository files or lean on another
-notebook having run first. Prints one line per notebook and a closing
-'N passed, N failed' line; exits non-zero on any failure.
+notebook having run first. Two notebooks run at a time (each in its own
+kernel and folder; ``--jobs N`` to change). Prints a few lines per notebook
+and a closing 'N passed, N failed' line; exits non-zero on any failure.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import ipywidgets
@@ -34,13 +36,12 @@ def check_environment() -> None:
         raise SystemExit(f"expected ipywidgets 7.7 (as in Colab), found {ipywidgets.__version__}")
 
 
-def run(notebook: Path) -> str | None:
-    """Execute one notebook alone; None on success, else the reason."""
+def run(notebook: Path) -> tuple[str | None, str]:
+    """Execute one notebook alone: (None on success, else the reason; what it showed)."""
     with tempfile.TemporaryDirectory(prefix="colab-") as folder:
         copy = Path(folder) / notebook.name
         shutil.copy(notebook, copy)
         nb = nbformat.read(copy, as_version=4)
-        env_static = os.environ.pop("ATTNBOOK_STATIC", None)
         try:
             NotebookClient(
                 nb,
@@ -49,10 +50,7 @@ def run(notebook: Path) -> str | None:
                 resources={"metadata": {"path": folder}},
             ).execute()
         except Exception as error:  # report any failure of the notebook, then go on
-            return f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:300]}"
-        finally:
-            if env_static is not None:
-                os.environ["ATTNBOOK_STATIC"] = env_static
+            return f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:300]}", ""
         widget_cells = sum(
             "application/vnd.jupyter.widget-view+json" in output.get("data", {})
             for cell in nb.cells
@@ -60,28 +58,37 @@ def run(notebook: Path) -> str | None:
         )
         left = sorted(p.name for p in Path(folder).iterdir() if p.name != notebook.name)
         if left:
-            return f"the notebook wrote files next to itself: {left}"
-        print(f"    {widget_cells} live widget(s) displayed", flush=True)
-    return None
+            return f"the notebook wrote files next to itself: {left}", ""
+    return None, f"{widget_cells} live widget(s) displayed"
 
 
-def main(paths: list[str]) -> int:
+def timed(name: str) -> tuple[str, str | None, str, float]:
+    start = time.perf_counter()
+    problem, shown = run(Path(name))
+    return name, problem, shown, time.perf_counter() - start
+
+
+def main(args: list[str]) -> int:
+    jobs = 2
+    if args[:1] == ["--jobs"]:
+        jobs, args = int(args[1]), args[2:]
     check_environment()
+    # Colab shows the live widgets: never the static form that `make book` asks for.
+    os.environ.pop("ATTNBOOK_STATIC", None)
     passed = failed = 0
     print(
-        f"Colab-like run: ipywidgets {ipywidgets.__version__}, attnbook from {Path(attnbook.__file__).parent}"
+        f"Colab-like run: ipywidgets {ipywidgets.__version__}, attnbook from "
+        f"{Path(attnbook.__file__).parent}, {jobs} notebooks at a time"
     )
-    for name in paths:
-        start = time.perf_counter()
-        print(f"{name}: running alone in an empty folder", flush=True)
-        problem = run(Path(name))
-        seconds = time.perf_counter() - start
-        if problem is None:
-            passed += 1
-            print(f"    ok in {seconds:.1f} s", flush=True)
-        else:
-            failed += 1
-            print(f"    FAILED after {seconds:.1f} s: {problem}", flush=True)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for name, problem, shown, seconds in pool.map(timed, args):
+            print(f"{name}: ran alone in an empty folder", flush=True)
+            if problem is None:
+                passed += 1
+                print(f"    {shown}\n    ok in {seconds:.1f} s", flush=True)
+            else:
+                failed += 1
+                print(f"    FAILED after {seconds:.1f} s: {problem}", flush=True)
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
 
