@@ -124,7 +124,7 @@ def check_causal_self_attention(fn: Callable[[torch.Tensor], torch.Tensor]) -> C
     (batch, steps, d), where X supplies queries, keys and values and position i
     attends to positions 0..i only.
     """
-    g = _generator(16)
+    g = _generator(7)
     cases = []
     for b, n, d in ((1, 4, 2), (2, 6, 8), (3, 1, 4)):
         X = torch.randn(b, n, d, generator=g)
