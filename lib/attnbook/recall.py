@@ -120,33 +120,42 @@ def make_recall_batch(
     return RecallBatch(queries, keys, values, targets, index)
 
 
-def right_key_accuracy(weights: torch.Tensor, index: torch.Tensor) -> float:
+def right_key_accuracy(weights: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """Fraction of rows whose largest weight sits on the right key.
 
     Args:
-        weights: (batch, queries, n) or (batch, heads, queries, n) attention
-            weights; with heads, every head is graded against ``index``.
-        index: (batch,) or (batch, 1) integer index of the right key.
+        weights: (rows, keys) attention weights, one row per query; any
+            leading axes are allowed, e.g. (batch, heads, keys): every row is
+            graded.
+        index: the right key of every row, integer, of shape
+            ``weights.shape[:-1]`` (e.g. (rows,)).
 
     Returns:
-        A float in [0, 1]: the mean over batch (and heads, queries) of
-        ``argmax(weights) == index``.
+        A 0-d float tensor (the dtype of ``weights``) in [0, 1]: the mean over
+        the rows of ``argmax(weights) == index``.
     """
-    weights = _validate.tensor("weights", weights, ndim=(3, 4), floating=True)
-    index = _validate.tensor("index", index, ndim=(1, 2))
-    if index.is_floating_point() or index.dtype == torch.bool:
+    weights = _validate.tensor("weights", weights, floating=True)
+    index = _validate.tensor("index", index)
+    if weights.dim() < 1:
+        raise ValueError(f"weights must have a keys axis, got shape {tuple(weights.shape)}")
+    if index.is_floating_point() or index.dtype == torch.bool or index.is_complex():
         raise TypeError(f"index must hold integers, got dtype {index.dtype}")
-    if index.dim() == 2 and index.shape[1] != 1:
-        raise ValueError(f"index must be (batch,) or (batch, 1), got shape {tuple(index.shape)}")
-    index = index.reshape(-1)
-    if index.shape[0] != weights.shape[0]:
+    if index.shape != weights.shape[:-1]:
         raise ValueError(
-            f"index must have one entry per example, got {index.shape[0]} for weights of shape "
-            f"{tuple(weights.shape)}"
+            f"index must have one entry per row of weights, shape {tuple(weights.shape[:-1])}, "
+            f"got shape {tuple(index.shape)}"
         )
     n = weights.shape[-1]
-    if index.numel() and (bool((index < 0).any()) or bool((index >= n).any())):
-        raise ValueError(f"index must lie in [0, {n - 1}] (the keys), got {index.tolist()}")
-    shape = (-1,) + (1,) * (weights.dim() - 2)
-    hits = weights.argmax(dim=-1) == index.reshape(shape).to(weights.device)
-    return float(hits.float().mean())
+    if n == 0 or index.numel() == 0:
+        raise ValueError(
+            f"weights must have at least one row and one key, got shape {tuple(weights.shape)}"
+        )
+    outside = index[(index < 0) | (index >= n)]
+    if outside.numel():
+        raise ValueError(
+            f"index must lie in [0, {n - 1}] (the keys), got {outside[:5].tolist()} among others"
+            if outside.numel() > 5
+            else f"index must lie in [0, {n - 1}] (the keys), got {outside.tolist()}"
+        )
+    hits = weights.argmax(dim=-1) == index.to(weights.device)  # (rows,)
+    return hits.to(weights.dtype).mean()

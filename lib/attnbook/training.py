@@ -12,7 +12,11 @@ matrix W_o mixes the heads' outputs.
 the loss of every step, and at chosen steps the loss, the right-key accuracy
 and a snapshot of the attention weights on a fixed probe batch. Training runs
 on one CPU thread (restored afterwards) with seeded data and initialisation,
-so a run is repeatable.
+so a run gives the same numbers every time *on the same machine*. Another CPU
+(or instruction set, or thread count) may round the last bits of a matrix
+product differently; a well-behaved run hardly notices, but a chaotic one (a
+large step, saturated softmax rows) amplifies those bits into visibly
+different numbers, so quote such runs as ranges over several seeds.
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ import torch
 from torch import nn
 
 from . import _validate
-from .masking import masked_softmax
 from .recall import RecallBatch, _generator, make_recall_batch, right_key_accuracy
 from .scoring import _check_qkv
 
@@ -42,6 +45,14 @@ class RecallAttention(nn.Module):
             ``d // num_heads``, at least 1).
         scaled: divide the scores by sqrt(head_size) (True) or not (False).
         seed: integer seed (or ``torch.Generator``) for the initialisation.
+
+    The names follow the book's notation: ``d`` is the size of the raw queries
+    and keys (the d of the recall task), and each head compares them after
+    projecting to ``head_size`` features, the p of the multi-head chapter. The
+    scale, when on, is 1/sqrt(head_size): the d of "1/sqrt(d)" is always the
+    size of the vectors whose dot product is taken.
+    (:class:`~attnbook.multihead.MultiHeadAttention` takes its model width D,
+    ``num_hiddens``, instead, because it projects values and outputs too.)
 
     The projections start with standard normal entries divided by sqrt(d), so a
     query or key with unit-variance entries keeps unit-variance entries after
@@ -105,8 +116,7 @@ class RecallAttention(nn.Module):
             )
         b, m, _ = queries.shape
         scores = self.scores(queries, keys)  # (b, heads, m, n)
-        weights = masked_softmax(scores.reshape(b * self.num_heads, m, -1))
-        weights = weights.reshape(scores.shape)  # (b, heads, m, n)
+        weights = torch.softmax(scores, dim=-1)  # (b, heads, m, n), nothing is masked
         self.attention_weights = weights
         pooled = weights @ values.unsqueeze(1)  # (b, heads, m, d_v)
         if self.W_o is None:
@@ -126,8 +136,14 @@ class TrainingLog:
         steps: the steps at which the probe batch was evaluated (0 = before
             training; step s = after s updates).
         probe_losses: the probe batch's loss at each of ``steps``.
-        accuracies: the fraction of (probe example, head) pairs whose largest
-            weight is on the right key (first part of the index), at ``steps``.
+        head_accuracies: at each of ``steps``, a (heads, parts) float tensor:
+            the right-key accuracy of each head graded against each part's
+            right key (``probe.index[:, part]``).
+        accuracies: at each of ``steps``, the right-key accuracy of the task:
+            for each part, the accuracy of the head that grades best on it,
+            averaged over the parts. With one head and one part this is simply
+            the fraction of probe queries whose largest weight is on the right
+            key; with two parts, two perfectly specialised heads score 1.
         weights: at each of ``steps``, the probe's attention weights,
             (probe batch, heads, n).
         probe: the fixed probe batch.
@@ -137,6 +153,7 @@ class TrainingLog:
     grad_norms: list[float] = field(default_factory=list)
     steps: list[int] = field(default_factory=list)
     probe_losses: list[float] = field(default_factory=list)
+    head_accuracies: list[torch.Tensor] = field(default_factory=list)
     accuracies: list[float] = field(default_factory=list)
     weights: list[torch.Tensor] = field(default_factory=list)
     probe: RecallBatch | None = None
@@ -178,7 +195,9 @@ def train_recall(
     evaluated at step 0, at the last step and at every step in ``record_at``.
 
     Runs on one CPU thread (the previous thread count is restored), so the same
-    arguments give the same log on the same machine.
+    arguments give the same log on the same machine. On another CPU a chaotic
+    run (large ``lr``, saturated rows) can end with visibly different numbers:
+    see the module docstring.
     """
     if not isinstance(model, RecallAttention):
         raise TypeError(f"model must be a RecallAttention, got {type(model).__name__}")
@@ -201,7 +220,14 @@ def train_recall(
             weights = model.attention_weights[:, :, 0, :]  # (probe, heads, n)
         log.steps.append(step)
         log.probe_losses.append(float(((output - probe.targets) ** 2).mean()))
-        log.accuracies.append(right_key_accuracy(weights.unsqueeze(2), probe.index[:, 0]))
+        graded = torch.stack(
+            [
+                torch.stack([right_key_accuracy(weights[:, h], part) for part in probe.index.T])
+                for h in range(weights.shape[1])
+            ]
+        )  # (heads, parts)
+        log.head_accuracies.append(graded)
+        log.accuracies.append(float(graded.max(dim=0).values.mean()))
         log.weights.append(weights.clone())
 
     threads = torch.get_num_threads()

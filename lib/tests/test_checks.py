@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook import checks
+from attnbook import checks, recall
 from attnbook.checks import CheckReport
 
 # ---------------------------------------------------------------- reader solutions
@@ -765,14 +765,32 @@ def accuracy_counts(weights, index):
     return (weights.argmax(-1) == index).float().sum()
 
 
+def accuracy_only_key_0(weights, index):  # all-or-nothing would pass a case with 0 hits
+    return ((weights.argmax(-1) == index) & (index == 0)).float().mean()
+
+
 def accuracy_smallest(weights, index):
     return (weights.argmin(-1) == index).float().mean()
 
 
-def test_check_right_key_accuracy_accepts_a_loop():
+def test_check_right_key_accuracy_accepts_a_loop_and_the_library():
     report = checks.check_right_key_accuracy(accuracy_ok)
     assert report.passed, repr(report)
     assert len(report.lines) == 4
+    # One contract: the library's function is a right answer to the exercise.
+    assert checks.check_right_key_accuracy(recall.right_key_accuracy)
+
+
+def test_check_right_key_accuracy_random_case_counts():
+    """The random case has some right rows and some wrong ones (not 0 hits)."""
+    report = checks.check_right_key_accuracy(accuracy_ok)
+    (line,) = [line for line in report.lines if "random weights" in line]
+    hits = int(line.split(", ")[-1].split(" of them")[0])
+    assert 2 <= hits <= 4
+    # A function that counts only the rows with the right key at index 0 fails it.
+    assert "random weights" in " ".join(
+        checks.check_right_key_accuracy(accuracy_only_key_0).failures
+    )
 
 
 @pytest.mark.parametrize(

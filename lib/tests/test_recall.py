@@ -96,44 +96,49 @@ def test_bad_input(kwargs, error, match):
 
 
 def accuracy_by_loop(weights, index):
-    hits = total = 0
-    for b in range(weights.shape[0]):
-        for row in weights[b].reshape(-1, weights.shape[-1]):
-            values = row.tolist()
-            hits += values.index(max(values)) == int(index[b])
-            total += 1
-    return hits / total
+    rows = weights.reshape(-1, weights.shape[-1]).tolist()
+    right = index.reshape(-1).tolist()
+    hits = sum(row.index(max(row)) == key for row, key in zip(rows, right))
+    return hits / len(rows)
 
 
 @given(st.integers(1, 5), st.integers(1, 3), st.integers(2, 6), st.integers(0, 1000))
-def test_accuracy_matches_a_loop(b, q, n, seed):
+def test_accuracy_matches_a_loop(b, h, n, seed):
     g = torch.Generator().manual_seed(seed)
-    weights = torch.softmax(torch.randn(b, q, n, generator=g) * 3, -1)
+    weights = torch.softmax(torch.randn(b, n, generator=g) * 3, -1)  # (rows, keys)
     index = torch.randint(n, (b,), generator=g)
     before = weights.clone()
-    assert right_key_accuracy(weights, index) == pytest.approx(accuracy_by_loop(weights, index))
+    got = right_key_accuracy(weights, index)
+    assert got.shape == () and got.dtype == torch.float32
+    assert got.item() == pytest.approx(accuracy_by_loop(weights, index))
     assert torch.equal(weights, before)
-    heads = weights.unsqueeze(1).expand(b, 2, q, n)
-    assert right_key_accuracy(heads, index[:, None]) == pytest.approx(
-        accuracy_by_loop(weights, index)
+    # Leading axes: (rows, heads, keys) with one index per (row, head).
+    heads = torch.softmax(torch.randn(b, h, n, generator=g) * 3, -1)
+    per_head = torch.randint(n, (b, h), generator=g)
+    assert right_key_accuracy(heads, per_head).item() == pytest.approx(
+        accuracy_by_loop(heads, per_head)
     )
 
 
 def test_accuracy_known_values():
-    weights = torch.tensor([[[0.7, 0.3]], [[0.4, 0.6]]])
-    assert right_key_accuracy(weights, torch.tensor([0, 0])) == 0.5
-    assert right_key_accuracy(weights, torch.tensor([0, 1])) == 1.0
-    assert right_key_accuracy(weights, torch.tensor([1, 0])) == 0.0
+    weights = torch.tensor([[0.7, 0.3], [0.4, 0.6]])
+    assert right_key_accuracy(weights, torch.tensor([0, 0])).item() == 0.5
+    assert right_key_accuracy(weights, torch.tensor([0, 1])).item() == 1.0
+    assert right_key_accuracy(weights, torch.tensor([1, 0])).item() == 0.0
+    assert right_key_accuracy(weights.double(), torch.tensor([0, 1])).dtype == torch.float64
 
 
 @pytest.mark.parametrize(
     ("weights", "index", "error", "match"),
     [
-        (torch.ones(2, 3), torch.zeros(2, dtype=torch.long), ValueError, "weights must be 3-D"),
-        (torch.ones(2, 1, 3), torch.zeros(2), TypeError, "index must hold integers"),
-        (torch.ones(2, 1, 3), torch.zeros(3, dtype=torch.long), ValueError, "one entry per"),
-        (torch.ones(2, 1, 3), torch.tensor([0, 3]), ValueError, r"index must lie in \[0, 2\]"),
-        (torch.ones(2, 1, 3), torch.zeros(2, 2, dtype=torch.long), ValueError, "index must be"),
+        (torch.ones(()), torch.zeros((), dtype=torch.long), ValueError, "weights must have a keys"),
+        (torch.ones(2, 3), torch.zeros(2), TypeError, "index must hold integers"),
+        (torch.ones(2, 3, dtype=torch.long), torch.zeros(2), TypeError, "floating-point"),
+        (torch.ones(2, 3), torch.zeros(3, dtype=torch.long), ValueError, r"shape \(2,\), got"),
+        (torch.ones(2, 3), torch.zeros(2, 1, dtype=torch.long), ValueError, "one entry per row"),
+        (torch.ones(2, 3), torch.tensor([0, 3]), ValueError, r"index must lie in \[0, 2\]"),
+        (torch.ones(2, 3), torch.tensor([-1, 0]), ValueError, r"got \[-1\]"),
+        (torch.ones(0, 3), torch.zeros(0, dtype=torch.long), ValueError, "at least one row"),
         ([[0.5, 0.5]], torch.zeros(1, dtype=torch.long), TypeError, "weights must be a torch"),
     ],
 )

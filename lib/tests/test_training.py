@@ -8,7 +8,7 @@ import pytest
 import torch
 from _helpers import assert_unchanged, clones
 
-from attnbook.recall import make_recall_batch
+from attnbook.recall import make_recall_batch, right_key_accuracy
 from attnbook.scoring import DotProductAttention
 from attnbook.training import RecallAttention, TrainingLog, train_recall
 
@@ -177,3 +177,42 @@ def test_train_bad_input(kwargs, error, match):
     args = {"model": RecallAttention(4), "steps": 10} | kwargs
     with pytest.raises(error, match=match):
         train_recall(**args)
+
+
+def specialised_heads(c=3.0):
+    """Two heads of size 8 on d = 16: head 0 compares the first halves, head 1 the second."""
+    model = RecallAttention(16, num_heads=2, head_size=8, seed=0)
+    with torch.no_grad():
+        model.W_q.zero_()
+        model.W_k.zero_()
+        for head in range(2):
+            block = c * torch.eye(8)
+            model.W_q[head, :, head * 8 : (head + 1) * 8] = block
+            model.W_k[head, :, head * 8 : (head + 1) * 8] = block
+    return model
+
+
+def test_two_part_accuracy_grades_each_head_against_each_part():
+    log = train_recall(specialised_heads(), steps=1, batch=8, n=8, parts=2, lr=1e-6)
+    graded = log.head_accuracies[0]  # (heads, parts), before any step
+    assert graded.shape == (2, 2)
+    weights, index = log.weights[0], log.probe.index  # (probe, heads, n), (probe, 2)
+    for head in range(2):
+        for part in range(2):
+            hits = (weights[:, head].argmax(-1) == index[:, part]).double().mean()
+            assert graded[head, part].item() == pytest.approx(hits.item())
+    # Each head finds its own part's key (a bilinear score on 8 features is
+    # right about 9 times in 10): the task accuracy is high, where grading every
+    # head against the first part alone would give about one half.
+    assert graded[0, 0] > 0.85 and graded[1, 1] > 0.85
+    assert graded[0, 1] < 0.2 and graded[1, 0] < 0.2
+    assert log.accuracies[0] == pytest.approx(float((graded[0, 0] + graded[1, 1]) / 2))
+    assert log.accuracies[0] > 0.85
+
+
+def test_one_part_accuracy_is_the_right_key_accuracy():
+    log = quick_run(steps=30)
+    for weights, accuracy, graded in zip(log.weights, log.accuracies, log.head_accuracies):
+        assert graded.shape == (1, 1)
+        expected = right_key_accuracy(weights[:, 0], log.probe.index[:, 0])
+        assert accuracy == pytest.approx(expected.item())
