@@ -52,6 +52,16 @@ def training_steps():
     return widgets.training_steps_explorer(log)
 
 
+def induction_steps():
+    """Chapter 11's explorer: snapshots of the two-layer attention-only model (250 steps)."""
+    from attnbook.induction import AttentionOnlyTransformer, train_induction
+
+    log = train_induction(
+        AttentionOnlyTransformer(seed=0), steps=250, record_every=10, copy_only=True
+    )
+    return widgets.induction_steps_explorer(log)
+
+
 EXPLORERS = {
     "query position": widgets.query_position_explorer,
     "kernel x width": lambda: widgets.kernel_width_explorer(kernels="all"),
@@ -60,6 +70,7 @@ EXPLORERS = {
     "dimension d": widgets.dimension_explorer,
     "offset": widgets.offset_explorer,
     "training steps": training_steps,
+    "induction steps": induction_steps,
 }
 # Which built page holds which explorer (the page's only one).
 PAGES = {
@@ -69,6 +80,7 @@ PAGES = {
     "scoring-functions": "dimension d",
     "self-attention-positional-encoding": "offset",
     "attention-learns": "training steps",
+    "induction-heads": "induction steps",
 }
 
 

@@ -30,7 +30,18 @@ EXPLORERS = {
     "dimension": widgets.dimension_explorer,
     "offset": widgets.offset_explorer,
     "training_steps": lambda: widgets.training_steps_explorer(small_training_log()),
+    "induction_steps": lambda: widgets.induction_steps_explorer(small_induction_log()),
 }
+
+
+def small_induction_log():
+    from attnbook.induction import AttentionOnlyTransformer, train_induction
+
+    model = AttentionOnlyTransformer(vocab=16, num_hiddens=16, num_layers=2, max_len=20, seed=0)
+    task = {"segment": 5, "max_gap": 4}
+    return train_induction(
+        model, steps=20, batch=8, record_every=5, probe_size=8, copy_only=True, task=task
+    )
 
 
 def small_training_log():

@@ -13,6 +13,7 @@ carries a hint naming the section of the chapter that explains it.
 from ._core import CheckReport
 from ._core import _compare as _compare  # the library's tests use these two
 from ._core import _run as _run
+from .induction import check_induction_score, check_previous_token_score
 from .part1 import (
     check_causal_lengths,
     check_entropy,
@@ -40,9 +41,11 @@ __all__ = [
     "check_epanechnikov",
     "check_gaussian_weights",
     "check_head_lengths",
+    "check_induction_score",
     "check_masked_softmax",
     "check_mha_parameter_count",
     "check_normalize",
+    "check_previous_token_score",
     "check_right_key_accuracy",
     "check_rotation",
     "check_scaled_dot_product",
