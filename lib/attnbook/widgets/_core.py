@@ -384,12 +384,15 @@ class Explorer:
             return self._image
         return self._image_of(self._state())
 
+    def _caption_html(self, state) -> str:
+        text = html.escape(self._renderer.alt_text(state))
+        return f'<div class="attnbook-caption" style="line-height:1.4">{text}</div>'
+
     def _new_caption(self, state) -> ipywidgets.HTML:
         # The width of the picture, so that the text wraps under it.
         width = self._renderer.canvas.get_width_height()[0]
-        text = html.escape(self._renderer.alt_text(state))
         return ipywidgets.HTML(
-            value=f'<div class="attnbook-caption" style="line-height:1.4">{text}</div>',
+            value=self._caption_html(state),
             layout=ipywidgets.Layout(width=f"{width}px", max_width="100%"),
         )
 
@@ -410,7 +413,7 @@ class Explorer:
         # ipywidgets 7.7 only: the kernel sends the new state's stored bytes and text.
         state = self._state()
         self.image.value = self._frame_of(state)
-        self._caption.value = self._new_caption(state).value
+        self._caption.value = self._caption_html(state)
 
     def _image_of(self, state) -> ipywidgets.Image:
         if state not in self._images:
