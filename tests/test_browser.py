@@ -30,13 +30,23 @@ OfflinePage = Offline
 
 
 def view_state(explorer):
-    """What the explorer shows now: layers visible, alt text, readouts, picture size."""
+    """What the explorer shows now: layers visible, alt text, readouts, picture size,
+    and the caption under the picture (its text, role, and whether it is visible)."""
     return explorer.evaluate(
         """root => {
             const pic = root.querySelector('.attnbook-view .attnbook-picture');
             const base = pic.querySelector('img.attnbook-base');
             const layers = [...pic.querySelectorAll('img[aria-hidden]')];
+            const caps = [...root.querySelectorAll('.attnbook-caption')];
+            const cap = caps[0];
+            const box = cap ? cap.getBoundingClientRect() : null;
             return {layers: layers.filter(img => !img.hidden).length,
+                    captions: caps.length,
+                    caption: cap ? cap.textContent : null,
+                    captionRole: cap ? cap.getAttribute('role') : null,
+                    captionShown: !!box && box.height > 0 && box.width > 0 &&
+                        getComputedStyle(cap).visibility === 'visible',
+                    captionBelow: !!box && box.top >= pic.getBoundingClientRect().bottom - 1,
                     alt: base.alt, label: pic.getAttribute('aria-label'),
                     outs: [...root.querySelectorAll('output')].map(o => o.textContent),
                     width: base.getBoundingClientRect().width, natural: base.naturalWidth,
@@ -57,6 +67,10 @@ def check_changed(explorer, before_png, before_state, what):
     assert after["outs"] != before_state["outs"], f"{what} did not change the readout"
     assert after["alt"] != before_state["alt"] and after["alt"] == after["label"]
     assert len(after["alt"]) > 40
+    # The visible caption moves with the picture: it is the new alt text.
+    assert after["captions"] == 1 and after["captionRole"] == "status"
+    assert after["caption"] == after["alt"] != before_state["caption"], f"{what}: caption"
+    assert after["captionShown"] and after["captionBelow"]
     return after_png, after
 
 
@@ -70,6 +84,7 @@ def drive_explorers(page, expected: int) -> None:
         png, state = picture(explorer), view_state(explorer)
         # Natural pixel size, never scaled to the column.
         assert state["width"] == state["natural"] > 100
+        assert state["caption"] == state["alt"] and state["captionShown"]
         sliders = explorer.locator("input[type=range]")
         assert sliders.count() >= 1
         for s in range(sliders.count()):
@@ -140,6 +155,9 @@ def test_fragment_shows_default_frame_without_javascript(browser, tmp_path):
             assert shown["layers"] == 0 and shown["width"] == shown["natural"] > 100
             assert shown["outs"] == ["6"]
             assert "Valid length 6" in shown["alt"]
+            # The caption shows the default state's description without JavaScript.
+            assert shown["caption"] == shown["alt"] and shown["captionShown"]
+            assert shown["captionRole"] == "status"
             assert root.locator("input[type=range]").is_disabled()
     finally:
         context.close()

@@ -4,7 +4,8 @@ A throwaway JupyterLab (tools/jupyter_lab.py) serves copies of the chapters
 that show explorers; headless Chromium opens each one, runs every cell, and
 moves every control of every explorer, twice round: sliders with the keyboard,
 menus by choosing the next option (a closed menu ignores keys in JupyterLab in
-headless Chromium). Each move must load a new picture; no widget error ("Error displaying widget",
+headless Chromium). Each move must load a new picture and change the one
+visible caption under it; no widget error ("Error displaying widget",
 "model not found"), no console error, no request to another host.
 """
 
@@ -43,12 +44,17 @@ def test_explorers_redraw_in_jupyterlab(lab, notebook):
         for explorer in explorers:
             controls = lab_page.controls(explorer)
             assert controls, "an explorer without a control"
+            # One description under the picture, shown from the start.
+            (caption,) = lab_page.captions(explorer)
+            assert len(caption) > 40
             for control in controls:
                 seen = set()
                 for _ in range(STEPS):
                     result = lab_page.step(explorer, control)
                     assert result["src"] not in seen, "the picture did not change"
                     seen.add(result["src"])
+                    # The caption moves with the picture.
+                    caption = lab_page.wait_caption_change(explorer, caption)
         assert lab_page.widget_errors() == []
     assert offline.blocked == [], f"requests to other hosts: {offline.blocked}"
     assert offline.errors == [], f"console errors: {offline.errors}"

@@ -167,3 +167,19 @@ def test_outline_names_every_heading_once_and_readably(pdf):
     missing = [h for h in source_headings() if squash_tex(h) not in squashed]
     assert not missing, f"headings missing from the outline: {missing[:5]}"
     assert normal(chapter_title(toc_files()[1])) in found
+
+
+def test_small_multiples_carry_their_descriptions(pdf):
+    """Each printed stop has the state's description under it (the explorer's caption).
+
+    The first stop printed for the kernel-width slider is its smallest width,
+    with the menu on its default kernel (print_book picks both ends of a control).
+    """
+    from attnbook.widgets import kernel_width_explorer
+
+    _, texts = pdf
+    whole = squash(" ".join(texts))
+    explorer = kernel_width_explorer(kernels="all")
+    for width in (explorer.stops[0], explorer.stops[-1]):
+        text = explorer.alt_text(width, "gaussian")
+        assert squash(text)[:120] in whole, f"description missing from the PDF: {text[:80]}"

@@ -167,7 +167,9 @@ def dark_mode_checks(page) -> dict:
                 filters: imgs.map(img => getComputedStyle(img).filter),
                 cards: imgs.map(img => getComputedStyle(img).backgroundColor),
                 boxes: boxes.map(el => getComputedStyle(el).backgroundColor),
-                labels: [...document.querySelectorAll('.attnbook-explorer output')]
+                // The readouts and the caption under the picture.
+                labels: [...document.querySelectorAll(
+                    '.attnbook-explorer output, .attnbook-explorer .attnbook-caption')]
                     .map(el => getComputedStyle(el).color),
             };
         }"""

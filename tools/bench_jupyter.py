@@ -39,7 +39,7 @@ from attnbook.data import make_regression_data
 from attnbook.pooling import nadaraya_watson
 
 data = make_regression_data()
-widths = (0.05, 0.07, 0.1, 0.15, 0.2, 0.25, 0.35, 0.5, 0.7, 1, 1.5, 2, 3, 5)
+widths = (0.05, 0.07, 0.1, 0.15, 0.25, 0.35, 0.5, 0.7, 1, 1.5, 2.5, 5)
 
 
 def draw(width):

@@ -232,6 +232,36 @@ class LabNotebook:
         found = explorer.locator(".noUi-handle, select, .widget-toggle-buttons, input[type=range]")
         return [found.nth(i) for i in range(found.count())]
 
+    def captions(self, explorer) -> list[str]:
+        """The texts of the explorer's visible captions (``.attnbook-caption``):
+        the description under the picture, one Stack child shown at a time."""
+        return explorer.evaluate(
+            """area => [...area.querySelectorAll('.attnbook-caption')]
+                .filter(el => el.getClientRects().length > 0)
+                .map(el => el.textContent)"""
+        )
+
+    def wait_caption_change(self, explorer, before: str, timeout_ms: float = 5000) -> str:
+        """Wait until the one visible caption differs from ``before``; return it."""
+        explorer.evaluate(
+            """(area, [before, timeout]) => new Promise((resolve, reject) => {
+                const shown = () => [...area.querySelectorAll('.attnbook-caption')]
+                    .filter(el => el.getClientRects().length > 0);
+                const start = performance.now();
+                const poll = () => {
+                    const now = shown();
+                    if (now.length === 1 && now[0].textContent !== before) return resolve();
+                    if (performance.now() - start > timeout) return reject(new Error(
+                        'the caption did not change: ' + now.map(el => el.textContent)));
+                    requestAnimationFrame(poll);
+                };
+                poll();
+            })""",
+            [before, timeout_ms],
+        )
+        (text,) = self.captions(explorer)
+        return text
+
     def step(self, explorer, control) -> dict:
         """Move ``control`` one stop (a key press; a menu, its next option chosen)
         and return the new picture's latency."""

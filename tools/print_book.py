@@ -6,7 +6,8 @@ like ``make book``). This script serves it on 127.0.0.1, opens it in Debian's
 Chromium with every other host blocked, waits for MathJax to typeset, and
 replaces each explorer (``.attnbook-explorer``) by small multiples: for each of
 its controls (range inputs and selects), a few representative stops, each
-picture labelled with the control's name and value. Then ``page.pdf()`` prints
+picture labelled with the control's name and value and, under that, the
+state's description (the explorer's caption, ``.attnbook-caption``). Then ``page.pdf()`` prints
 A4 pages with the heading outline and internal links.
 
 Usage: python -m tools.print_book [OUTPUT.pdf]   (default _build/pdf/attention-interactively.pdf)
@@ -40,6 +41,8 @@ figure, .cell_output img, .attnbook-print { break-inside: avoid; }
 .attnbook-print figure { margin: 0; text-align: center; }
 .attnbook-print img { width: 100%; height: auto; }
 .attnbook-print figcaption { font-size: 9pt; font-family: sans-serif; }
+.attnbook-print figcaption .attnbook-print-text { display: block; font-size: 8pt;
+  text-align: left; margin-top: 1mm; }
 details { display: block; }
 """
 
@@ -82,7 +85,15 @@ REPLACE_JS = """([root, rows]) => {
             const img = document.createElement('img');
             img.src = cell.src; img.alt = cell.alt;
             const cap = document.createElement('figcaption');
-            cap.textContent = cell.caption;
+            const head = document.createElement('b');
+            head.textContent = cell.caption;
+            cap.append(head);
+            if (cell.text) {
+                const text = document.createElement('span');
+                text.className = 'attnbook-print-text';
+                text.textContent = cell.text;
+                cap.append(text);
+            }
             fig.append(img, cap);
             grid.append(fig);
         }
@@ -191,11 +202,15 @@ def small_multiples(page) -> int:
                 png = target.screenshot(animations="disabled")
                 label = handle.evaluate(LABEL_JS)
                 alt = explorer.locator("img:not([hidden])").first.get_attribute("alt") or ""
+                # The description that moves with the picture, as the page shows it.
+                caption = explorer.locator(".attnbook-caption")
+                text = caption.first.text_content().strip() if caption.count() else ""
                 row.append(
                     {
                         "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
                         "alt": alt,
                         "caption": f"{label['name']} = {label['value']}",
+                        "text": text,
                     }
                 )
             page.evaluate(SET_JS, [handle, start])

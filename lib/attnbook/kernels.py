@@ -32,16 +32,29 @@ def constant(u: torch.Tensor) -> torch.Tensor:
     return torch.ones_like(u)
 
 
-def epanechnikov(u: torch.Tensor) -> torch.Tensor:
-    """max(0, 1 - |u|): falls linearly to zero at |u| = 1."""
+def triangular(u: torch.Tensor) -> torch.Tensor:
+    """max(0, 1 - |u|): falls linearly to zero at |u| = 1.
+
+    Some texts call this kernel "Epanechnikov"; it is not (see :func:`epanechnikov`).
+    """
     u = _validate.as_float_tensor("u", u)
     return torch.clamp(1 - u.abs(), min=0)
+
+
+def epanechnikov(u: torch.Tensor) -> torch.Tensor:
+    """(3/4) max(0, 1 - u^2): a parabola on |u| <= 1, zero outside; integrates to 1.
+
+    Its peak is 3/4, not 1: the factor makes it a probability density.
+    """
+    u = _validate.as_float_tensor("u", u)
+    return 0.75 * torch.clamp(1 - u**2, min=0)
 
 
 KERNELS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "gaussian": gaussian,
     "boxcar": boxcar,
     "constant": constant,
+    "triangular": triangular,
     "epanechnikov": epanechnikov,
 }
 

@@ -77,27 +77,43 @@ def normalize_no_keepdim(scores):  # broadcasts the sums along the wrong axis
 
 
 def epanechnikov_ok(u):
+    return 0.75 * torch.clamp(1 - u**2, min=0)
+
+
+def epanechnikov_open_window(u):  # |u| < 1: the same kernel (0 at the edge either way)
+    return torch.where(u.abs() < 1, 0.75 * (1 - u**2), torch.zeros_like(u))
+
+
+def epanechnikov_closed_window(u):  # |u| <= 1
+    return torch.where(u.abs() <= 1, 0.75 * (1 - u**2), torch.zeros_like(u))
+
+
+def epanechnikov_triangular(u):  # the kernel some texts call Epanechnikov
     return torch.clamp(1 - u.abs(), min=0)
 
 
-def epanechnikov_unclamped(u):
-    return 1 - u.abs()
+def epanechnikov_triangular_scaled(u):
+    return 0.75 * torch.clamp(1 - u.abs(), min=0)
 
 
-def epanechnikov_no_abs(u):
-    return torch.clamp(1 - u, min=0)
-
-
-def epanechnikov_square(u):
+def epanechnikov_no_three_quarters(u):
     return torch.clamp(1 - u**2, min=0)
 
 
-def epanechnikov_boxcar(u):
-    return (u.abs() < 1).float()
+def epanechnikov_unclipped(u):
+    return 0.75 * (1 - u**2)
 
 
-def epanechnikov_sign_flipped(u):
-    return torch.clamp(u.abs() - 1, min=0)
+def epanechnikov_window_on_u(u):  # tests u < 1, not |u| < 1
+    return torch.where(u < 1, 0.75 * (1 - u**2), torch.zeros_like(u))
+
+
+def epanechnikov_closed_boxcar(u):  # a flat window of height 3/4, edges included
+    return 0.75 * (u.abs() <= 1).to(u.dtype)
+
+
+def epanechnikov_flattened(u):  # a 1-D answer whatever the input's shape
+    return (0.75 * torch.clamp(1 - u**2, min=0)).flatten()
 
 
 def gaussian_weights_ok(x_query, x_train, width):
@@ -347,13 +363,20 @@ CHECKERS = {
         },
     ),
     "check_epanechnikov": (
-        [epanechnikov_ok, lambda u: torch.relu(1 - u.abs())],
+        [
+            epanechnikov_ok,
+            epanechnikov_open_window,
+            epanechnikov_closed_window,
+            lambda u: 3 / 4 * torch.relu(1 - u * u),
+        ],
         {
-            epanechnikov_unclamped: "|u| >= 1 gives exactly 0",
-            epanechnikov_no_abs: "negative u: the kernel is symmetric",
-            epanechnikov_square: "it falls linearly: 0.5 at u = 0.5",
-            epanechnikov_boxcar: "it falls linearly: 0.5 at u = 0.5",
-            epanechnikov_sign_flipped: "u = 0 gives 1",
+            epanechnikov_triangular: "u = 0 gives 3/4",
+            epanechnikov_triangular_scaled: "a parabola: 0.5625 at u = 0.5, 0.1425 at u = 0.9",
+            epanechnikov_no_three_quarters: "u = 0 gives 3/4",
+            epanechnikov_unclipped: "|u| > 1 gives exactly 0",
+            epanechnikov_window_on_u: "|u| > 1 gives exactly 0",
+            epanechnikov_closed_boxcar: "|u| = 1 gives 0",
+            epanechnikov_flattened: "a 2-D tensor of distances",
         },
     ),
     "check_gaussian_weights": (
@@ -636,11 +659,22 @@ def test_check_masked_softmax_float16_dtype_is_kept():
     assert "expected dtype torch.float16 (the input's dtype), got torch.float32" in repr(report)
 
 
-def test_check_epanechnikov_unclamped_names_both_cases():
-    report = checks.check_epanechnikov(epanechnikov_unclamped)
-    assert "|u| >= 1 gives exactly 0" in report.failures
-    assert "u from -2.5 to 2.5" in report.failures
-    assert "u = 0 gives 1" not in report.failures
+def test_check_epanechnikov_names_each_classic_mistake():
+    unclipped = checks.check_epanechnikov(epanechnikov_unclipped)
+    assert unclipped.failures == [
+        "u from -2.5 to 2.5",
+        "|u| > 1 gives exactly 0",
+        "negative u: the kernel is symmetric",  # it holds u = -2
+        "a 2-D tensor of distances",
+    ]
+    triangular = checks.check_epanechnikov(epanechnikov_triangular)
+    assert "u = 0 gives 3/4" in triangular.failures
+    assert "a parabola: 0.5625 at u = 0.5, 0.1425 at u = 0.9" in triangular.failures
+    assert "the triangular kernel" in repr(triangular)
+    on_u = checks.check_epanechnikov(epanechnikov_window_on_u)
+    assert "negative u: the kernel is symmetric" in on_u.failures
+    assert "u = 0 gives 3/4" not in on_u.failures
+    assert "integrate to 1" in repr(checks.check_epanechnikov(epanechnikov_no_three_quarters))
 
 
 def test_check_causal_lengths_accepts_floats_of_the_right_values():

@@ -78,7 +78,7 @@ def test_sequence_mask_does_not_truncate_a_fractional_value_into_integers():
     assert masking.sequence_mask(X, torch.tensor([1, 2]), -1).tolist() == [[1, -1, -1], [1, 1, -1]]
 
 
-@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "boxcar"])
+@pytest.mark.parametrize("kernel", ["gaussian", "triangular", "epanechnikov", "boxcar"])
 def test_nadaraya_watson_width_that_underflows_is_still_finite(kernel):
     x = torch.tensor([0.0, 1.0, 2.0])
     y = torch.tensor([1.0, 2.0, 3.0])

@@ -1,4 +1,4 @@
-"""Tests of attnbook.kernels: the four distance kernels and KERNELS."""
+"""Tests of attnbook.kernels: the five distance kernels and KERNELS."""
 
 from __future__ import annotations
 
@@ -11,19 +11,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnbook import kernels
-from attnbook.kernels import KERNELS, boxcar, constant, epanechnikov, gaussian
+from attnbook.kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, triangular
 
 # Closed forms, one Python float at a time.
 REFERENCES = {
     "gaussian": lambda u: math.exp(-u * u / 2),
     "boxcar": lambda u: 1.0 if abs(u) < 1 else 0.0,
     "constant": lambda u: 1.0,
-    "epanechnikov": lambda u: max(0.0, 1.0 - abs(u)),
+    "triangular": lambda u: max(0.0, 1.0 - abs(u)),
+    "epanechnikov": lambda u: 0.75 * (1.0 - u * u) if abs(u) <= 1 else 0.0,
 }
+# Each kernel's value at u = 0, its largest.
+PEAKS = {"gaussian": 1.0, "boxcar": 1.0, "constant": 1.0, "triangular": 1.0, "epanechnikov": 0.75}
 FUNCTIONS = {
     "gaussian": gaussian,
     "boxcar": boxcar,
     "constant": constant,
+    "triangular": triangular,
     "epanechnikov": epanechnikov,
 }
 NAMES = sorted(REFERENCES)
@@ -70,17 +74,17 @@ def test_kernel_promotes_integers_to_default_float(name):
 @pytest.mark.parametrize("name", NAMES)
 @given(values=distances)
 def test_kernel_properties(name, values):
-    """Nonnegative, symmetric, at most 1, equal to 1 at 0, nonincreasing in |u|."""
+    """Nonnegative, symmetric, largest at 0 (1, or 3/4 for Epanechnikov), nonincreasing in |u|."""
     u = torch.tensor(values, dtype=torch.float64)
     k = FUNCTIONS[name](u)
-    assert torch.all(k >= 0) and torch.all(k <= 1)
+    assert torch.all(k >= 0) and torch.all(k <= PEAKS[name])
     torch.testing.assert_close(FUNCTIONS[name](-u), k, rtol=0, atol=0)
-    assert float(FUNCTIONS[name](torch.zeros(()))) == 1.0
+    assert float(FUNCTIONS[name](torch.zeros(()))) == PEAKS[name]
     order = torch.argsort(u.abs())
     assert torch.all(k[order][1:] <= k[order][:-1])
 
 
-@pytest.mark.parametrize("name", ["boxcar", "epanechnikov"])
+@pytest.mark.parametrize("name", ["boxcar", "triangular", "epanechnikov"])
 @given(u=st.floats(1, 1e6) | st.floats(-1e6, -1))
 def test_compact_kernels_vanish_outside_the_window(name, u):
     assert float(FUNCTIONS[name](torch.tensor([u], dtype=torch.float64))) == 0.0
@@ -112,10 +116,41 @@ def test_gaussian_gradient_is_closed_form():
     torch.testing.assert_close(u.grad, torch.tensor(expected, dtype=torch.float64))
 
 
+def test_triangular_gradient_is_closed_form():
+    u = torch.tensor([-2.0, -0.5, 0.25, 0.75, 3.0], dtype=torch.float64, requires_grad=True)
+    triangular(u).sum().backward()
+    assert u.grad.tolist() == [0.0, 1.0, -1.0, -1.0, 0.0]
+
+
 def test_epanechnikov_gradient_is_closed_form():
+    # d/du (3/4)(1 - u^2) = -(3/2) u inside the window, 0 outside.
     u = torch.tensor([-2.0, -0.5, 0.25, 0.75, 3.0], dtype=torch.float64, requires_grad=True)
     epanechnikov(u).sum().backward()
-    assert u.grad.tolist() == [0.0, 1.0, -1.0, -1.0, 0.0]
+    assert u.grad.tolist() == [0.0, 0.75, -0.375, -1.125, 0.0]
+
+
+def test_epanechnikov_and_triangular_differ():
+    """The two compact kernels are different functions (some texts confuse the names)."""
+    u = torch.tensor([0.0, 0.5, 0.9])
+    assert epanechnikov(u).tolist() == [0.75, 0.5625, pytest.approx(0.1425)]
+    assert triangular(u).tolist() == [1.0, 0.5, pytest.approx(0.1)]
+
+
+@pytest.mark.parametrize(
+    ("name", "area"),
+    [("epanechnikov", 1.0), ("triangular", 1.0), ("gaussian", math.sqrt(2 * math.pi))],
+)
+def test_kernel_integrates_to_closed_form(name, area):
+    """Epanechnikov and triangular are densities (area 1); the Gaussian's area is sqrt(2 pi).
+
+    Simpson's rule on a grid with knots at -1, 0 and 1 is exact for the piecewise
+    quadratic Epanechnikov and piecewise linear triangular kernels.
+    """
+    u = torch.linspace(-8, 8, 16 * 1000 + 1, dtype=torch.float64)  # spacing 1e-3, knots on it
+    k = FUNCTIONS[name](u)
+    h = float(u[1] - u[0])
+    simpson = h / 3 * (k[0] + k[-1] + 4 * k[1:-1:2].sum() + 2 * k[2:-1:2].sum())
+    assert math.isclose(float(simpson), area, rel_tol=1e-9), (name, float(simpson))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -127,7 +162,7 @@ def test_kernel_device(name, device):
 
 
 def test_kernels_registry():
-    assert set(KERNELS) == {"gaussian", "boxcar", "constant", "epanechnikov"}
+    assert set(KERNELS) == {"gaussian", "boxcar", "constant", "triangular", "epanechnikov"}
     for name, fn in KERNELS.items():
         assert fn is FUNCTIONS[name]
         assert getattr(kernels, name) is fn

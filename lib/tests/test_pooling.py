@@ -20,13 +20,14 @@ from attnbook.pooling import (
     train_nw,
 )
 
-KERNEL_NAMES = ["gaussian", "boxcar", "constant", "epanechnikov"]
-COMPACT = ["boxcar", "epanechnikov"]
+KERNEL_NAMES = ["gaussian", "boxcar", "constant", "triangular", "epanechnikov"]
+COMPACT = ["boxcar", "triangular", "epanechnikov"]
 PY_KERNELS = {
     "gaussian": lambda u: math.exp(-u * u / 2),
     "boxcar": lambda u: 1.0 if abs(u) < 1 else 0.0,
     "constant": lambda u: 1.0,
-    "epanechnikov": lambda u: max(0.0, 1.0 - abs(u)),
+    "triangular": lambda u: max(0.0, 1.0 - abs(u)),
+    "epanechnikov": lambda u: 0.75 * (1.0 - u * u) if abs(u) <= 1 else 0.0,
 }
 
 # ---------------------------------------------------------------- references
@@ -284,7 +285,13 @@ def test_permuting_keys_and_values_together(kernel, sets, width, data):
 
 @pytest.mark.parametrize(
     ("kernel", "tolerance"),
-    [("gaussian", 1e-4), ("boxcar", 1e-6), ("constant", 1e-6), ("epanechnikov", 3e-2)],
+    [
+        ("gaussian", 1e-4),
+        ("boxcar", 1e-6),
+        ("constant", 1e-6),
+        ("triangular", 3e-2),
+        ("epanechnikov", 3e-2),
+    ],
 )
 @given(sets=regression_sets(min_train=1))
 def test_wide_kernel_is_average_pooling(kernel, tolerance, sets):

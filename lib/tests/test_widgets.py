@@ -117,14 +117,15 @@ def test_live_widget_sends_stored_frames_without_redrawing(explorer, monkeypatch
         explorer.slider.value = start
 
 
-def shown_image(explorer) -> ipywidgets.Image:
-    """The Image the front end shows for the controls' current values.
+def shown_image(explorer, child: int = 1) -> ipywidgets.Widget:
+    """The Image (``child=1``) or caption (``child=2``) that the front end shows
+    for the controls' current values.
 
     Under ipywidgets 8 this follows each ``jsdlink`` the way the browser does
     (the Stack's ``selected_index`` takes the control's linked trait) down the
-    nested Stacks; under 7.7 it is the one Image the kernel updates.
+    nested Stacks; under 7.7 it is the one widget the kernel updates.
     """
-    node = explorer.widget.children[1]
+    node = explorer.widget.children[child]
     links = {link.target[0].model_id: link.source for link in explorer._links}
     while isinstance(node, getattr(ipywidgets, "Stack", ())):
         source, trait = links[node.model_id]
@@ -168,6 +169,45 @@ def test_live_widget_shows_the_frame_of_every_state(explorer):
         for control in explorer.controls:
             handlers = control._trait_notifiers.get("value", {}).get("change", [])
             assert explorer._on_change not in handlers
+
+
+def caption_text(caption: ipywidgets.HTML) -> str:
+    """The text a caption widget shows (its HTML, tags dropped, entities decoded)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", caption.value))
+
+
+def test_live_caption_follows_every_state(explorer):
+    # Under the picture, the caption shows the state's description (its alt
+    # text), swapped with it: by jsdlink-ed Stacks (ipywidgets 8) or by the
+    # kernel's observer (7.7).
+    start = tuple(control.value for control in explorer.controls)
+    box = explorer.widget
+    assert len(box.children) == 3
+    seen = set()
+    try:
+        for state in explorer.states:
+            values = state if len(explorer.controls) == 2 else (state,)
+            for control, value in zip(explorer.controls, values):
+                control.value = value
+            shown = shown_image(explorer, child=2)
+            assert isinstance(shown, ipywidgets.HTML)
+            assert shown is explorer.caption
+            text = caption_text(shown)
+            assert text == explorer.alt_text(*values), f"state {state!r}"
+            assert 'class="attnbook-caption"' in shown.value
+            seen.add(text)
+    finally:
+        for control, value in zip(explorer.controls, start):
+            control.value = value
+    assert caption_text(shown_image(explorer, child=2)) == explorer.alt_text(*start)
+    assert len(seen) > 1  # the caption does move
+    if hasattr(ipywidgets, "Stack"):
+        captions = {id(caption) for caption in explorer._captions.values()}
+        assert len(captions) == len(explorer.states)
+        # One link per Stack: the captions' Stacks mirror the images' exactly.
+        stacks = [link.target[0] for link in explorer._links]
+        assert len(stacks) == len(set(map(id, stacks)))
+        assert len(stacks) % 2 == 0
 
 
 def test_frame_does_not_depend_on_the_previous_stop(explorer):
@@ -275,13 +315,28 @@ def test_html_fragment_is_self_contained(explorer):
     assert alts == [explorer._renderer.alt_text(state) for state in explorer.states]
 
 
+def test_html_fragment_caption_holds_the_default_description(explorer):
+    # A visible caption under the view, a live region from the start (so a
+    # screen reader announces its updates), holding the default state's text;
+    # the script rewrites it from the same list as the alt text.
+    fragment = explorer.to_html()
+    captions = re.findall(r'<p class="attnbook-caption" role="status"[^>]*>([^<]*)</p>', fragment)
+    default = explorer.states.index(explorer._state())
+    assert captions == [html.escape(explorer._renderer.alt_text(explorer.states[default]))]
+    assert fragment.index('class="attnbook-view"') < fragment.index('class="attnbook-caption"')
+    assert fragment.index('class="attnbook-caption"') < fragment.index("<script>")
+    script = re.search(r"<script>(.*)</script>", fragment, re.S).group(1)
+    assert "cap.textContent=alts[k]" in script
+
+
 def test_html_fragment_layers_rebuild_every_frame(explorer):
     # Base plus a state's layer must give that state's frame (up to the palette).
     fragment = explorer.to_html()
     base, layers = fragment_pictures(fragment)
     layer_of = json.loads(re.search(r"layerOf=(\[.*?\])", fragment).group(1))
     assert len(layer_of) == len(explorer.states)
-    assert sorted(j for j in layer_of if j >= 0) == list(range(len(layers)))
+    # Every layer is used; states with the same picture may share one.
+    assert sorted({j for j in layer_of if j >= 0}) == list(range(len(layers)))
     for state, j in zip(explorer.states, layer_of):
         picture = base.copy()
         if j >= 0:
@@ -327,7 +382,7 @@ def test_mime_bundle_live_and_static(explorer, monkeypatch):
 
 def test_repr_is_stable():
     assert repr(widgets.kernel_width_explorer()) == (
-        "KernelWidthExplorer(kernel='gaussian', width=0.5, 14 stops)"
+        "KernelWidthExplorer(kernel='gaussian', width=0.5, 12 stops)"
     )
     assert repr(widgets.valid_length_explorer()) == (
         "ValidLengthExplorer(valid_length=6, keys=10, 10 stops)"
@@ -408,16 +463,21 @@ def test_two_controls_kernel_menu_beside_the_width_slider():
     assert isinstance(explorer.menu, ipywidgets.Dropdown)
     assert explorer.controls == [explorer.slider, explorer.menu]
     assert explorer.states[:2] == [(0.05, "gaussian"), (0.05, "boxcar")]
-    assert len(explorer.states) == 14 * 4
+    assert len(explorer.states) == len(explorer.stops) * 5
     # frame(value) uses the menu's current kernel; frame(value, other) picks one.
     assert explorer.frame(0.5) == explorer.frame(0.5, "gaussian")
     assert explorer.frame(0.5, "boxcar") != explorer.frame(0.5, "gaussian")
     before = png_of(explorer.image)
+    assert explorer.menu.options == tuple(
+        (name, name) for name in ["gaussian", "boxcar", "constant", "triangular", "epanechnikov"]
+    )
     explorer.menu.value = "epanechnikov"
     try:
         assert png_of(explorer.image) == explorer.frame(0.5, "epanechnikov") != before
+        assert explorer.frame(0.5, "triangular") != explorer.frame(0.5, "epanechnikov")
         assert "epanechnikov" in explorer._renderer._dynamic[-1].get_text()
-        assert repr(explorer) == "KernelWidthExplorer(kernel='epanechnikov', width=0.5, 56 stops)"
+        n = len(explorer.states)
+        assert repr(explorer) == f"KernelWidthExplorer(kernel='epanechnikov', width=0.5, {n} stops)"
     finally:
         explorer.menu.value = "gaussian"
     with pytest.raises(ValueError, match="other.*triangle"):
@@ -425,6 +485,22 @@ def test_two_controls_kernel_menu_beside_the_width_slider():
     single = widgets.kernel_width_explorer()
     with pytest.raises(TypeError, match="one control"):
         single.frame(0.5, "boxcar")
+
+
+def test_identical_pictures_share_one_layer():
+    # The constant kernel ignores the width (its title says so), so its pictures
+    # are one picture: the static fragment stores it once for every width.
+    explorer = widgets.kernel_width_explorer(kernels="all")
+    fragment = explorer.to_html()
+    layer_of = json.loads(re.search(r"layerOf=(\[.*?\])", fragment).group(1))
+    constant = {layer_of[i] for i, s in enumerate(explorer.states) if s[1] == "constant"}
+    assert len(constant) == 1 and constant != {-1}
+    others = [layer_of[i] for i, s in enumerate(explorer.states) if s[1] != "constant"]
+    assert not constant & set(others)
+    payloads = re.findall(r'<img src="data:image/webp;base64,([^"]+)"', fragment)
+    assert len(payloads) == len(set(payloads))  # no layer is stored twice
+    assert explorer.frame(0.05, "constant") == explorer.frame(5, "constant")
+    assert "has no effect" in explorer._renderer._dynamic[-1].get_text()
 
 
 @pytest.mark.parametrize(

@@ -113,11 +113,14 @@ def check_normalize(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
 
 
 def check_epanechnikov(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
-    """Check ``fn(u)``: the kernel max(0, 1 - |u|), elementwise.
+    """Check ``fn(u)``: the Epanechnikov kernel (3/4) max(0, 1 - u^2), elementwise.
 
-    Catches a missing clamp (negative weights beyond |u| = 1), a missing
-    absolute value (negative u treated as far away or as closer than 0), the
-    boxcar, and 1 - u^2 in place of 1 - |u|.
+    Catches the triangular kernel max(0, 1 - |u|) (which some texts call
+    "Epanechnikov"), with or without the 3/4; a missing 3/4 (the peak is 3/4, so
+    that the kernel integrates to 1); no clipping beyond |u| = 1 (negative
+    weights); a window tested on u instead of |u|; and a result of the wrong
+    shape. Whether the window is |u| < 1 or |u| <= 1 does not matter here (the
+    parabola is 0 at |u| = 1), so both are accepted.
     """
     grid = torch.linspace(-2.5, 2.5, 51)
     kernel_section = _see("Kernels: turning distance into similarity", _POOLING)
@@ -126,27 +129,40 @@ def check_epanechnikov(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckRepor
             "u from -2.5 to 2.5",
             (grid,),
             kernels.epanechnikov(grid),
-            "K(u) = max(0, 1 - |u|); " + kernel_section,
+            "K(u) = (3/4) max(0, 1 - u^2); " + kernel_section,
         ),
-        ("u = 0 gives 1", (torch.zeros(1),), torch.ones(1), kernel_section),
         (
-            "|u| >= 1 gives exactly 0",
-            (torch.tensor([1.0, -1.0, -1.5, 3.0]),),
-            torch.zeros(4),
-            "clamp 1 - |u| at 0, so far points get no weight rather than negative weight; "
+            "u = 0 gives 3/4",
+            (torch.zeros(1),),
+            torch.full((1,), 0.75),
+            "the factor 3/4 makes the kernel integrate to 1, so its peak is 3/4, not 1; "
             + kernel_section,
         ),
         (
-            "negative u: the kernel is symmetric",
-            (torch.tensor([-0.25, -0.5, -0.75]),),
-            torch.tensor([0.75, 0.5, 0.25]),
-            "the kernel depends on the distance |u|, not on its sign; " + kernel_section,
+            "a parabola: 0.5625 at u = 0.5, 0.1425 at u = 0.9",
+            (torch.tensor([0.5, 0.9, 0.25]),),
+            torch.tensor([0.5625, 0.1425, 0.703125]),
+            "1 - u^2, not 1 - |u|: max(0, 1 - |u|) is the triangular kernel, which some "
+            'texts call "Epanechnikov"; ' + kernel_section,
         ),
         (
-            "it falls linearly: 0.5 at u = 0.5",
-            (torch.tensor([0.5, 0.25]),),
-            torch.tensor([0.5, 0.75]),
-            "1 - |u|, not 1 - u^2 (another kernel) or a flat window; " + kernel_section,
+            "|u| > 1 gives exactly 0",
+            (torch.tensor([1.5, -1.5, 3.0, -10.0]),),
+            torch.zeros(4),
+            "clip at |u| = 1: beyond it 1 - u^2 is negative, and a weight must not be; "
+            + kernel_section,
+        ),
+        (
+            "|u| = 1 gives 0",
+            (torch.tensor([1.0, -1.0]),),
+            torch.zeros(2),
+            "the parabola reaches 0 at the window's edge; " + kernel_section,
+        ),
+        (
+            "negative u: the kernel is symmetric",
+            (torch.tensor([-0.5, -0.9, -2.0]),),
+            torch.tensor([0.5625, 0.1425, 0.0]),
+            "the window is |u| <= 1, on the distance |u|, not on u; " + kernel_section,
         ),
         (
             "a 2-D tensor of distances",

@@ -7,23 +7,30 @@ artists that change (``set_data``, ``set_ydata``, ...), blits them onto a saved
 background and encodes the canvas as PNG. The same bytes serve three modes:
 
 * **Live** (Jupyter, JupyterLab, Colab): displaying an explorer shows its
-  ``ipywidgets`` controls above the picture. Every state is rendered once, when
+  ``ipywidgets`` controls above the picture, and under the picture a caption:
+  the renderer's ``alt_text(state)``, the description that moves with the
+  picture. Every state is rendered once, when
   the widget is built. Under ipywidgets 8 each state gets its own
   ``ipywidgets.Image`` (holding the PNG as a data URL) inside an
   ``ipywidgets.Stack`` (one Stack per control, nested for two), and each
   control's index is ``jsdlink``-ed to its Stack's ``selected_index``: the
-  browser swaps the picture itself, with no round trip to the kernel.
-  ipywidgets 7.7 (Colab) has no ``Stack``, so there one
-  ``ipywidgets.Image`` is shown and an observer in the kernel sets its
-  ``value`` to the stored PNG bytes of the new state. The display also carries
+  browser swaps the picture itself, with no round trip to the kernel. The
+  captions are ``ipywidgets.HTML``s in Stacks of the same shape, linked the
+  same way. ipywidgets 7.7 (Colab) has no ``Stack``, so there one
+  ``ipywidgets.Image`` and one caption are shown and an observer in the kernel
+  sets the Image's ``value`` to the stored PNG bytes of the new state and the
+  caption to its description. The display also carries
   an ``image/png`` of the current frame, the fallback that GitHub, nbviewer and
   Colab show before the notebook runs.
 * **Static** (the website): when the environment variable ``ATTNBOOK_STATIC``
   is ``1`` (``make book`` sets it while Jupyter Book executes the chapters),
   displaying an explorer emits :meth:`Explorer.to_html` instead: native form
-  controls, every stop pre-rendered and embedded, and a few lines of inline
-  JavaScript. No kernel, server or network is needed, and without JavaScript the
-  default frame still shows.
+  controls, every stop pre-rendered and embedded, a visible caption under the
+  picture (a ``role="status"`` element, so screen readers announce each new
+  description) and a few lines of inline JavaScript. No kernel, server or
+  network is needed, and without JavaScript the default frame and its caption
+  still show. The PDF (``tests/print_book.py``) prints each small multiple
+  with that caption under it.
 * **nbval**: the text a cell stores (``text/plain``) is the explorer's repr,
   the same on every run; nbval skips the widget view and PNGs, so explorer
   cells pass strict nbval without being ignored.
@@ -42,6 +49,10 @@ How to write a new explorer module
      ``_build`` returned) for ``state``. Do no drawing here.
    * ``alt_text(state) -> str``: a sentence of at least 40 characters,
      computed from the data, describing what the picture shows at ``state``.
+     It is the picture's alt text and also its visible caption, on the website
+     and in Jupyter alike, so write it for every reader: what changed, in
+     numbers, not how the picture is drawn. Nothing else is needed for the
+     caption: :class:`Explorer` shows it in every mode.
 
    Keep the changing artists few and cheap to draw: text is the costliest
    (matplotlib rasterises every glyph each time), so keep the changing part of
@@ -65,6 +76,7 @@ How to write a new explorer module
 The :class:`Explorer` API (stable): ``.slider`` (the main control),
 ``.controls`` (every control; a second one is also an attribute, by default
 ``.menu``), ``.image`` (the ``ipywidgets.Image`` of the current state),
+``.caption`` (the ``ipywidgets.HTML`` describing it),
 ``.stops`` (the main control's values), ``.states``
 (every state, row-major over the controls), ``.value``, ``.frame(value)`` or
 ``.frame(value, other)``, ``.alt_text(...)``, ``.naive_frame(...)``,
@@ -85,12 +97,16 @@ from dataclasses import dataclass
 
 import ipywidgets
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
-from matplotlib.collections import PolyCollection
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
-from matplotlib.text import Text
 from PIL import Image
+
+# The drawing helpers of explorer modules, re-exported here where they have
+# always been imported from (``from ._core import bars, text_with_tail``).
+from ._drawing import bars as bars
+from ._drawing import set_bar_heights as set_bar_heights
+from ._drawing import text_with_tail as text_with_tail
+from ._static import _control_html, _data_url, _layer
 
 STATIC_ENV = "ATTNBOOK_STATIC"
 DPI = 80
@@ -115,55 +131,6 @@ def encode_png(rgb: np.ndarray, compress_level: int = 1) -> bytes:
     picture = Image.fromarray(rgb).quantize(128, method=Image.Quantize.FASTOCTREE)
     picture.save(buffer, format="PNG", compress_level=compress_level)
     return buffer.getvalue()
-
-
-def bars(ax, x: np.ndarray, heights: np.ndarray, width: float, color) -> PolyCollection:
-    """Vertical bars as ONE collection (one draw call when blitted, unlike ``ax.bar``)."""
-    collection = PolyCollection(
-        _bar_verts(x, heights, width), facecolors=color, edgecolors="none", antialiased=False
-    )
-    ax.add_collection(collection)
-    return collection
-
-
-def set_bar_heights(collection: PolyCollection, x: np.ndarray, heights, width: float) -> None:
-    """Give the bars of :func:`bars` new heights (same x and width)."""
-    collection.set_verts(_bar_verts(x, np.asarray(heights), width))
-
-
-def _bar_verts(x: np.ndarray, heights: np.ndarray, width: float) -> np.ndarray:
-    left, right = x - width / 2, x + width / 2
-    zero = np.zeros_like(heights, dtype=float)
-    corners = [(left, zero), (left, heights), (right, heights), (right, zero)]
-    return np.stack([np.stack(c, axis=-1) for c in corners], axis=1)  # (bars, 4, 2)
-
-
-def text_with_tail(
-    fig: Figure, x: float, y: float, fixed: str, tail: str, tails: Sequence[str], **text_kw
-) -> Text:
-    """A line of text whose fixed words are drawn once and whose tail changes.
-
-    Matplotlib rasterises every glyph of a Text each time it is blitted (about
-    0.1 ms a character), so a long title that differs from state to state costs
-    more than the rest of a frame. This draws ``fixed`` as ordinary, static
-    text and returns a separate Text for the changing ``tail``, set right after
-    it (the caller puts it among the renderer's changing artists and sets its
-    text in ``_update``). ``tails`` lists every tail the explorer will show: the
-    whole line is centred on ``x`` (figure fraction) at the widest tail, so it
-    does not move between states. ``text_kw`` (fontsize, va, ...) goes to both.
-    """
-    prop = FontProperties(size=text_kw.get("fontsize"))
-    pixels = fig.get_figwidth() * fig.dpi
-    # Measured as Agg draws it (hinting included), on a throwaway renderer.
-    renderer = RendererAgg(1, 1, fig.dpi)
-
-    def width(text: str) -> float:  # in figure fraction
-        return renderer.get_text_width_height_descent(text, prop, ismath=False)[0] / pixels
-
-    gap = width("n") / 2  # about one space
-    start = x - (width(fixed) + gap + max(width(t) for t in tails)) / 2
-    fig.text(start, y, fixed, ha="left", **text_kw)
-    return fig.text(start + width(fixed) + gap, y, tail, ha="left", **text_kw)
 
 
 class Renderer:
@@ -328,10 +295,13 @@ class Explorer:
             width=f"{width}px", height=f"{height}px", max_width="none", align_self="flex-start"
         )
         self._images: dict = {}  # state -> Image, one per state (ipywidgets 8)
+        self._captions: dict = {}  # state -> HTML caption, one per state (ipywidgets 8)
         self._links: list = []
         self._image: ipywidgets.Image | None = None  # the one Image (ipywidgets 7.7)
+        self._caption: ipywidgets.HTML | None = None  # the one caption (ipywidgets 7.7)
         if not CLIENT_SWAP:
             self._image = self._new_image(self._state())
+            self._caption = self._new_caption(self._state())
             for widget in self.controls:
                 widget.observe(self._on_change, names="value")
         self._box: ipywidgets.VBox | None = None
@@ -412,29 +382,61 @@ class Explorer:
         """
         if not CLIENT_SWAP:
             return self._image
+        return self._image_of(self._state())
+
+    def _caption_html(self, state) -> str:
+        text = html.escape(self._renderer.alt_text(state))
+        return f'<div class="attnbook-caption" style="line-height:1.4">{text}</div>'
+
+    def _new_caption(self, state) -> ipywidgets.HTML:
+        # The width of the picture, so that the text wraps under it.
+        width = self._renderer.canvas.get_width_height()[0]
+        return ipywidgets.HTML(
+            value=self._caption_html(state),
+            layout=ipywidgets.Layout(width=f"{width}px", max_width="100%"),
+        )
+
+    @property
+    def caption(self) -> ipywidgets.HTML:
+        """The ``ipywidgets.HTML`` under the picture: the current state's description.
+
+        Its value is ``alt_text`` of the state (HTML-escaped) in a ``<div>`` of
+        class ``attnbook-caption``. Under ipywidgets 8 there is one per state,
+        swapped by the browser like the Images; under 7.7 there is one, whose
+        value the kernel updates.
+        """
+        if not CLIENT_SWAP:
+            return self._caption
+        return self._caption_of(self._state())
+
+    def _on_change(self, change) -> None:
+        # ipywidgets 7.7 only: the kernel sends the new state's stored bytes and text.
         state = self._state()
+        self.image.value = self._frame_of(state)
+        self._caption.value = self._caption_html(state)
+
+    def _image_of(self, state) -> ipywidgets.Image:
         if state not in self._images:
             self._images[state] = self._new_image(state)
         return self._images[state]
 
-    def _on_change(self, change) -> None:
-        # ipywidgets 7.7 only: the kernel sends the new state's stored bytes.
-        self.image.value = self._frame_of(self._state())
+    def _caption_of(self, state) -> ipywidgets.HTML:
+        if state not in self._captions:
+            self._captions[state] = self._new_caption(state)
+        return self._captions[state]
 
-    def _stack(self, level: int, prefix: tuple) -> ipywidgets.Widget:
+    def _stack(self, level: int, prefix: tuple, leaf: Callable) -> ipywidgets.Widget:
         """The Stack over control ``level``'s stops (nested Stacks for the next
-        control, Images at the last), its index linked to the control in the browser."""
+        control, ``leaf(state)`` at the last: an Image or a caption), its index
+        linked to the control in the browser."""
         control = self._controls[level]
         children = []
         for stop in control.stops:
             key = (*prefix, stop)
             if level + 1 < len(self._controls):
-                children.append(self._stack(level + 1, key))
+                children.append(self._stack(level + 1, key, leaf))
             else:
-                state = key if len(key) > 1 else key[0]
-                if state not in self._images:
-                    self._images[state] = self._new_image(state)
-                children.append(self._images[state])
+                children.append(leaf(key if len(key) > 1 else key[0]))
         widget = control.widget
         if isinstance(widget, ipywidgets.IntSlider):
             # An IntSlider has no index: its value is the index into a Stack
@@ -451,15 +453,19 @@ class Explorer:
 
     @property
     def widget(self) -> ipywidgets.VBox:
-        """The live widget: the controls above the picture."""
+        """The live widget: the controls, the picture, and its caption under it."""
         if self._box is None:
             # Render every state once, up front: a key press then needs no
             # drawing, and `make bench` measures what remains of its latency.
             for state in self.states:
                 self._frame_of(state)
             top = self.controls[0] if len(self.controls) == 1 else ipywidgets.HBox(self.controls)
-            picture = self._stack(0, ()) if CLIENT_SWAP else self.image
-            self._box = ipywidgets.VBox([top, picture])
+            if CLIENT_SWAP:
+                picture = self._stack(0, (), self._image_of)
+                caption = self._stack(0, (), self._caption_of)
+            else:
+                picture, caption = self.image, self.caption
+            self._box = ipywidgets.VBox([top, picture, caption])
         return self._box
 
     # -- static HTML ---------------------------------------------------------
@@ -472,12 +478,19 @@ class Explorer:
         and keeps its natural pixel size (the view scrolls sideways on narrow
         pages).
 
+        Under the view, a caption (class ``attnbook-caption``, ``role="status"``)
+        shows the current state's description, the renderer's ``alt_text``: it
+        holds the default state's text from the start, and the script replaces
+        it when a control moves, so screen readers announce each new state.
+
         Frame economy: the default state's frame is embedded once, as the base
         picture. Every other state is a small *layer*: only the pixels that
         differ from the base, cropped to their bounding box, transparent
-        elsewhere, and placed over the base at their offset. Moving a control
+        elsewhere, and placed over the base at their offset; states whose
+        pictures are identical share one layer. Moving a control
         shows one layer and hides the previous one, and sets the base picture's
-        alt text (and the view's label) to the new state's description. No
+        alt text (and the view's label) and the caption to the new state's
+        description. No
         external URL is used, and without JavaScript the default frame shows
         (the controls stay disabled).
         """
@@ -486,11 +499,16 @@ class Explorer:
         base = self._renderer.rgb(states[default_index])
         height, width = base.shape[:2]
         layers, layer_of = [], []
+        index_of: dict = {}  # layer -> its index: states with the same picture share it
         for state in states:
             layer = _layer(base, self._renderer.rgb(state))
-            layer_of.append(-1 if layer is None else len(layers))
-            if layer is not None:
+            if layer is None:
+                layer_of.append(-1)
+                continue
+            if layer not in index_of:
+                index_of[layer] = len(layers)
                 layers.append(layer)
+            layer_of.append(index_of[layer])
         base_png = encode_png(base, compress_level=9)
         digest = hashlib.sha1(b"".join([base_png, *(png for png, _, _ in layers)])).hexdigest()
         uid = f"attnbook-{self._name}-{digest[:10]}"
@@ -522,6 +540,7 @@ class Explorer:
             "var pic=root.querySelector('.attnbook-picture');"
             "var base=pic.querySelector('.attnbook-base');"
             "var layers=pic.querySelectorAll('img[aria-hidden]');"
+            "var cap=root.querySelector('.attnbook-caption');"
             f"var labels={json.dumps(labels)},sizes={json.dumps(sizes)};"
             f"var layerOf={json.dumps(layer_of)},alts={json.dumps(alts)};"
             "var shown=-1;"
@@ -532,7 +551,9 @@ class Explorer:
             "var j=layerOf[k];"
             "if(j!==shown){if(shown>=0)layers[shown].hidden=true;if(j>=0)layers[j].hidden=false;"
             "shown=j;}"
-            "base.alt=alts[k];pic.setAttribute('aria-label',alts[k]);}"
+            "base.alt=alts[k];pic.setAttribute('aria-label',alts[k]);"
+            # Only a real change is written: the live region then speaks once a move.
+            "if(cap.textContent!==alts[k])cap.textContent=alts[k];}"
             "for(var c=0;c<inputs.length;c++){inputs[c].addEventListener('input',show);"
             "inputs[c].addEventListener('change',show);inputs[c].disabled=false;}"
             "for(var j=0;j<layers.length;j++){if(layers[j].decode)layers[j].decode().catch("
@@ -551,6 +572,10 @@ class Explorer:
             f'<div class="attnbook-picture" role="img" aria-label="{default_alt}" '
             f'style="position:relative;width:{width}px;height:{height}px">\n'
             f"{pictures}\n</div>\n</div>\n"
+            # The description that moves with the picture (role="status": a polite
+            # live region, announced when the script changes its text).
+            f'<p class="attnbook-caption" role="status" style="max-width:{width}px">'
+            f"{default_alt}</p>\n"
             f"<script>{script}</script>\n</div>"
         )
 
@@ -576,52 +601,3 @@ class Explorer:
             },
         }
         return data, {"image/png": {"width": width, "height": height}}
-
-
-def _data_url(picture: bytes) -> str:
-    kind = "webp" if picture[8:12] == b"WEBP" else "png"
-    return f"data:image/{kind};base64," + base64.b64encode(picture).decode("ascii")
-
-
-def _layer(base: np.ndarray, frame: np.ndarray) -> tuple[bytes, int, int] | None:
-    """The pixels of ``frame`` that differ from ``base``, as a cropped picture.
-
-    Returns ``(webp, left, top)``: a lossless WebP of the bounding box of the
-    changed pixels, transparent where the frame equals the base, and the box's
-    offset; or None when the two frames are identical. Both inputs are
-    (height, width, 3) uint8 arrays of the same shape.
-    """
-    changed = (frame != base).any(axis=2)  # (height, width)
-    if not changed.any():
-        return None
-    rows, cols = np.nonzero(changed)
-    top, bottom, left, right = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
-    mask = changed[top:bottom, left:right]
-    rgba = np.zeros((bottom - top, right - left, 4), dtype=np.uint8)
-    rgba[mask, :3] = frame[top:bottom, left:right][mask]
-    rgba[mask, 3] = 255
-    # The same 128-colour palette as the PNG frames, then lossless WebP: on our
-    # frames it is about a quarter smaller than an optimised palette PNG
-    # (measured by `make bench`'s predecessor runs; see tests/bench.py).
-    picture = Image.fromarray(rgba, "RGBA").quantize(128, method=Image.Quantize.FASTOCTREE)
-    buffer = io.BytesIO()
-    picture.convert("RGBA").save(buffer, format="WEBP", lossless=True, method=6)
-    return buffer.getvalue(), int(left), int(top)
-
-
-def _control_html(control: Control, index: int) -> str:
-    label = html.escape(control.description.rstrip(": "))
-    text = html.escape(control.labels[index])
-    style = 'style="display:flex;align-items:center;gap:0.6em;font-family:sans-serif"'
-    if control.kind == "menu":
-        options = "".join(
-            f'<option value="{i}"{" selected" if i == index else ""}>{html.escape(lab)}</option>'
-            for i, lab in enumerate(control.labels)
-        )
-        field = f"<select disabled>{options}</select>"
-    else:
-        field = (
-            f'<input type="range" min="0" max="{len(control.stops) - 1}" step="1" '
-            f'value="{index}" aria-valuetext="{text}" style="width:320px" disabled>'
-        )
-    return f"<label {style}>{label} {field}<output>{text}</output></label>"
