@@ -29,7 +29,7 @@ background and encodes the canvas as PNG. The same bytes serve three modes:
   picture (a ``role="status"`` element, so screen readers announce each new
   description) and a few lines of inline JavaScript. No kernel, server or
   network is needed, and without JavaScript the default frame and its caption
-  still show. The PDF (``tests/print_book.py``) prints each small multiple
+  still show. The PDF (``tools/print_book.py``) prints each small multiple
   with that caption under it.
 * **nbval**: the text a cell stores (``text/plain``) is the explorer's repr,
   the same on every run; nbval skips the widget view and PNGs, so explorer
@@ -70,7 +70,7 @@ How to write a new explorer module
    ``summary(state)`` returns the text inside the repr, e.g.
    ``"kernel='gaussian', width=0.5"``; keep it free of run-dependent numbers.
 3. Re-export the factory and the subclass from ``widgets/__init__.py`` and
-   add the explorer to ``lib/tests/test_widgets.py``'s fixture, ``tests/bench.py``
+   add the explorer to ``lib/tests/test_widgets.py``'s fixture, ``tools/bench.py``
    and the pages list of ``tests/test_browser.py``.
 
 The :class:`Explorer` API (stable): ``.slider`` (the main control),

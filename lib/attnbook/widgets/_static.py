@@ -41,7 +41,7 @@ def _layer(base: np.ndarray, frame: np.ndarray) -> tuple[bytes, int, int] | None
     rgba[mask, 3] = 255
     # The same 128-colour palette as the PNG frames, then lossless WebP: on our
     # frames it is about a quarter smaller than an optimised palette PNG
-    # (measured by `make bench`'s predecessor runs; see tests/bench.py).
+    # (measured by `make bench`'s predecessor runs; see tools/bench.py).
     picture = Image.fromarray(rgba, "RGBA").quantize(128, method=Image.Quantize.FASTOCTREE)
     buffer = io.BytesIO()
     picture.convert("RGBA").save(buffer, format="WEBP", lossless=True, method=6)
