@@ -23,6 +23,9 @@ _SUBMODULES = (
     "scoring",
     "training",
     "widgets",
+    "flash",
+    "linear_attention",
+    "mqar",
 )
 
 __all__ = [*_SUBMODULES, "__version__"]
