@@ -25,6 +25,7 @@ EXPLORER_PAGES = {
     "book/scoring-functions.html": 1,
     "book/self-attention-positional-encoding.html": 1,
     "book/attention-learns.html": 1,
+    "book/attention-at-scale.html": 1,
 }
 
 
@@ -118,6 +119,7 @@ ALL_EXPLORERS = [
     widgets.query_position_explorer,
     widgets.dimension_explorer,
     widgets.offset_explorer,
+    widgets.tiles_explorer,
 ]
 
 

@@ -30,6 +30,7 @@ EXPLORERS = {
     "dimension": widgets.dimension_explorer,
     "offset": widgets.offset_explorer,
     "training_steps": lambda: widgets.training_steps_explorer(small_training_log()),
+    "tiles": widgets.tiles_explorer,
 }
 
 
