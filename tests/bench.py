@@ -180,16 +180,16 @@ def tiled_against_sdpa(sizes=(256, 512, 1024), block_size=64) -> None:
     for n in sizes:
         q, k, v = (torch.randn(1, n, 64, generator=g) for _ in range(3))
         timings = {}
-        for name, fn in (
-            ("sdpa", lambda: F.scaled_dot_product_attention(q, k, v)),
-            ("naive", lambda: flash.naive_attention(q, k, v)),
-            ("tiled", lambda: flash.tiled_attention(q, k, v, block_size=block_size)),
+        for name, fn, kw in (
+            ("sdpa", F.scaled_dot_product_attention, {}),
+            ("naive", flash.naive_attention, {}),
+            ("tiled", flash.tiled_attention, {"block_size": block_size}),
         ):
-            fn()  # warm up
+            fn(q, k, v, **kw)  # warm up
             samples = []
             for _ in range(ROUNDS):
                 start = time.perf_counter()
-                fn()
+                fn(q, k, v, **kw)
                 samples.append(time.perf_counter() - start)
             timings[name] = statistics.median(samples)
         print(
