@@ -361,9 +361,14 @@ class _Tracker(TorchDispatchMode):
         self.external = external  # storages that existed before (the inputs)
         self.refs: dict[int, int] = {}  # storage pointer -> live tensors using it
         self.sizes: dict[int, int] = {}
+        self.watchers: dict[int, weakref.ref] = {}  # id of a watcher -> the watcher
         self.live = 0
         self.peak = 0
         self.largest = 0
+
+    def _released(self, ref: weakref.ref, key: int) -> None:
+        del self.watchers[id(ref)]
+        self._release(key)
 
     def _release(self, key: int) -> None:
         self.refs[key] -= 1
@@ -388,7 +393,10 @@ class _Tracker(TorchDispatchMode):
                 self.peak = max(self.peak, self.live)
                 self.largest = max(self.largest, storage.nbytes())
             self.refs[key] += 1
-            weakref.finalize(out, self._release, key)
+            # A weak reference whose callback runs when the tensor is freed (cheaper
+            # than weakref.finalize); it is kept alive here until then.
+            watcher = weakref.ref(out, lambda ref, key=key: self._released(ref, key))
+            self.watchers[id(watcher)] = watcher
         return result
 
 
