@@ -22,6 +22,7 @@ EXPLORER_PAGES = {
     "book/self-attention-positional-encoding.html": 1,
     "book/attention-learns.html": 1,
     "book/induction-heads.html": 1,
+    "book/attention-at-scale.html": 1,
 }
 
 
@@ -120,6 +121,7 @@ ALL_EXPLORERS = [
     widgets.query_position_explorer,
     widgets.dimension_explorer,
     widgets.offset_explorer,
+    widgets.tiles_explorer,
 ]
 
 

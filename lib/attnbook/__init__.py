@@ -24,6 +24,9 @@ _SUBMODULES = (
     "training",
     "widgets",
     "induction",
+    "flash",
+    "linear_attention",
+    "mqar",
 )
 
 __all__ = [*_SUBMODULES, "__version__"]

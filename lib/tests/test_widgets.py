@@ -31,6 +31,7 @@ EXPLORERS = {
     "offset": widgets.offset_explorer,
     "training_steps": lambda: widgets.training_steps_explorer(small_training_log()),
     "induction_steps": lambda: widgets.induction_steps_explorer(small_induction_log()),
+    "tiles": widgets.tiles_explorer,
 }
 
 

@@ -32,6 +32,7 @@ from .part2 import (
     check_rotation,
     check_two_part_targets,
 )
+from .scale import check_attention_memory, check_online_softmax, check_tiled_causal
 
 __all__ = [
     "CheckReport",
@@ -51,4 +52,7 @@ __all__ = [
     "check_scaled_dot_product",
     "check_softmax",
     "check_two_part_targets",
+    "check_attention_memory",
+    "check_online_softmax",
+    "check_tiled_causal",
 ]

@@ -19,6 +19,7 @@ from .induction_steps import InductionStepsExplorer, induction_steps_explorer
 from .kernel_width import DEFAULT_WIDTHS, KernelWidthExplorer, kernel_width_explorer
 from .offset import DEFAULT_OFFSETS, OffsetExplorer, offset_explorer
 from .query_position import DEFAULT_VALUES, QueryPositionExplorer, query_position_explorer
+from .tiles import TilesExplorer, tiles_explorer
 from .training_steps import TrainingStepsExplorer, training_steps_explorer
 from .valid_length import ValidLengthExplorer, valid_length_explorer
 
@@ -48,4 +49,6 @@ __all__ = [
     "valid_length_explorer",
     "InductionStepsExplorer",
     "induction_steps_explorer",
+    "TilesExplorer",
+    "tiles_explorer",
 ]

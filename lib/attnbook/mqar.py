@@ -1,0 +1,344 @@
+"""Multi-query associative recall (MQAR) and a small causal model to learn it.
+
+A sequence first lists ``num_pairs`` (key, value) pairs, then asks for them
+again: each key reappears once, later, and the token after it is its value.
+Predicting that value needs recall: find where the key appeared before and copy
+what followed. Keys come from the lower half of the vocabulary, values from the
+upper half; token 0 fills the slots of the query region that hold no query.
+This is the task on which Arora et al. (2023) measured the recall gap between
+softmax attention and its efficient replacements.
+
+:class:`RecallLM` is a decoder-only model: token and learned position
+embeddings, ``num_layers`` pre-LN blocks (causal self-attention and a
+feed-forward network, each inside a residual branch behind a LayerNorm), a
+final LayerNorm and an output layer. The attention is pluggable: ``"softmax"``
+uses ``attnbook.multihead.MultiHeadAttention`` with a causal mask,
+``"linear"`` uses ``attnbook.linear_attention.LinearSelfAttention``. Nothing
+else differs. :func:`train_mqar` trains it with AdamW on fresh batches and
+records the recall accuracy on a fixed probe batch.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import _validate
+from .linear_attention import LinearSelfAttention
+from .multihead import MultiHeadAttention
+
+IGNORE = -100  # target of the positions that are not graded (cross_entropy's ignore_index)
+ATTENTION_KINDS = ("softmax", "linear")
+
+
+@dataclass(frozen=True)
+class MQARBatch:
+    """One batch of the recall task.
+
+    Attributes:
+        tokens: (batch, length) int64 input tokens.
+        targets: (batch, length) int64: at a query position, the value that
+            follows; ``IGNORE`` (-100) everywhere else.
+    """
+
+    tokens: torch.Tensor
+    targets: torch.Tensor
+
+
+def _generator(value: object) -> torch.Generator:
+    if isinstance(value, torch.Generator):
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"seed must be an integer seed or a torch.Generator, got {value!r}")
+    return torch.Generator().manual_seed(int(value))
+
+
+def make_mqar_batch(
+    batch: int,
+    num_pairs: int = 8,
+    vocab_size: int = 128,
+    length: int = 32,
+    seed: int | torch.Generator = 0,
+) -> MQARBatch:
+    """Draw a batch of multi-query associative recall.
+
+    Positions 0 .. 2 * num_pairs - 1 hold the pairs ``k_0 v_0 k_1 v_1 ...``:
+    distinct keys drawn from 1 .. vocab_size / 2 - 1, values drawn (with
+    repetition) from vocab_size / 2 .. vocab_size - 1. The rest of the sequence
+    is split into two-token slots; ``num_pairs`` of them, chosen at random, each
+    hold one key (every key once, in random order) followed by its value, and
+    the other slots hold ``0 0``. The target at each repeated key is its value.
+
+    Args:
+        batch: number of sequences.
+        num_pairs: pairs per sequence, at least 1.
+        vocab_size: even, with room for the keys: at least 2 * num_pairs + 2.
+        length: tokens per sequence, at least 4 * num_pairs (the query region
+            needs a slot per pair).
+        seed: an integer seed or a ``torch.Generator`` (it advances).
+
+    Returns:
+        An :class:`MQARBatch` on the CPU.
+    """
+    batch = _validate.positive_int("batch", batch)
+    num_pairs = _validate.positive_int("num_pairs", num_pairs)
+    vocab_size = _validate.positive_int("vocab_size", vocab_size)
+    length = _validate.positive_int("length", length)
+    if vocab_size % 2 or vocab_size < 2 * num_pairs + 2:
+        raise ValueError(
+            f"vocab_size must be even and at least 2 * num_pairs + 2 = {2 * num_pairs + 2}, "
+            f"got {vocab_size}"
+        )
+    if length < 4 * num_pairs:
+        raise ValueError(f"length must be at least 4 * num_pairs = {4 * num_pairs}, got {length}")
+    g = _generator(seed)
+    half = vocab_size // 2
+    # Distinct keys: the first num_pairs of a random order of 1 .. half - 1.
+    keys = torch.argsort(torch.rand(batch, half - 1, generator=g), dim=1)[:, :num_pairs] + 1
+    values = torch.randint(half, vocab_size, (batch, num_pairs), generator=g)
+    tokens = torch.zeros(batch, length, dtype=torch.long)
+    targets = torch.full((batch, length), IGNORE, dtype=torch.long)
+    tokens[:, 0 : 2 * num_pairs : 2] = keys
+    tokens[:, 1 : 2 * num_pairs : 2] = values
+    slots = (length - 2 * num_pairs) // 2
+    # Which slots hold a query, and which pair each of them asks for.
+    chosen = torch.argsort(torch.rand(batch, slots, generator=g), dim=1)[:, :num_pairs]
+    chosen = chosen.sort(dim=1).values  # (batch, num_pairs)
+    order = torch.argsort(torch.rand(batch, num_pairs, generator=g), dim=1)
+    rows = torch.arange(batch).unsqueeze(1)
+    where = 2 * num_pairs + 2 * chosen  # (batch, num_pairs): position of each query key
+    tokens[rows, where] = keys.gather(1, order)
+    tokens[rows, where + 1] = values.gather(1, order)
+    targets[rows, where] = values.gather(1, order)
+    return MQARBatch(tokens, targets)
+
+
+def recall_accuracy(logits: torch.Tensor, targets: torch.Tensor) -> float:
+    """Fraction of graded positions whose largest logit is the target.
+
+    Args:
+        logits: (batch, length, vocab_size).
+        targets: (batch, length), ``IGNORE`` where not graded.
+    """
+    logits = _validate.tensor("logits", logits, ndim=3, floating=True)
+    targets = _validate.tensor("targets", targets, ndim=2)
+    if targets.shape != logits.shape[:2]:
+        raise ValueError(
+            f"targets must have shape {tuple(logits.shape[:2])}, got {tuple(targets.shape)}"
+        )
+    graded = targets != IGNORE
+    if not bool(graded.any()):
+        raise ValueError("targets grade no position (every entry is IGNORE)")
+    hits = logits.argmax(dim=-1)[graded] == targets[graded]
+    return float(hits.float().mean())
+
+
+class CausalSoftmaxAttention(nn.Module):
+    """Causal multi-head softmax self-attention: X (b, n, D) -> (b, n, D).
+
+    ``attnbook.multihead.MultiHeadAttention`` with 2-D valid lengths
+    ``[1, 2, ..., n]`` for every sequence, so that position i sees 0..i.
+    """
+
+    def __init__(self, num_hiddens: int, num_heads: int = 1) -> None:
+        super().__init__()
+        self.attention = MultiHeadAttention(num_hiddens, num_heads)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        b, n, _ = X.shape
+        lens = torch.arange(1, n + 1, device=X.device).expand(b, n)  # (b, n)
+        return self.attention(X, X, X, lens)
+
+
+class PreLNBlock(nn.Module):
+    """A pre-LN Transformer block: x + attn(LN(x)), then x + ffn(LN(x)).
+
+    A small block of this chapter's own, with a pluggable causal attention
+    (any module mapping (b, n, D) to (b, n, D)); the feed-forward network has
+    ``ffn_hiddens`` hidden units and a GELU (``ffn_hiddens=0``: no
+    feed-forward sublayer, an attention-only block).
+    """
+
+    def __init__(self, num_hiddens: int, attention: nn.Module, ffn_hiddens: int) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(num_hiddens)
+        self.attention = attention
+        if ffn_hiddens:
+            self.norm2 = nn.LayerNorm(num_hiddens)
+            self.ffn = nn.Sequential(
+                nn.Linear(num_hiddens, ffn_hiddens),
+                nn.GELU(),
+                nn.Linear(ffn_hiddens, num_hiddens),
+            )
+        else:
+            self.norm2 = self.ffn = None
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        X = X + self.attention(self.norm1(X))
+        if self.ffn is None:
+            return X
+        return X + self.ffn(self.norm2(X))
+
+
+class RecallLM(nn.Module):
+    """A small causal language model for MQAR with a choice of attention.
+
+    Args:
+        attention: ``"softmax"`` or ``"linear"`` (elu + 1 feature map), causal.
+        vocab_size: tokens.
+        num_hiddens: D.
+        num_layers: pre-LN blocks.
+        num_heads: heads per attention layer.
+        max_len: longest sequence (learned positions).
+        ffn_hiddens: hidden units of each block's feed-forward network
+            (default 4 * num_hiddens; 0 for attention-only blocks).
+        seed: seed of the initialisation (the global RNG is left alone).
+
+    ``forward(tokens)`` maps (batch, length) int64 to (batch, length,
+    vocab_size) logits; the logits at position i predict token i + 1.
+    """
+
+    def __init__(
+        self,
+        attention: str = "softmax",
+        vocab_size: int = 128,
+        num_hiddens: int = 64,
+        num_layers: int = 2,
+        num_heads: int = 1,
+        max_len: int = 32,
+        ffn_hiddens: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if attention not in ATTENTION_KINDS:
+            raise ValueError(f"attention must be one of {ATTENTION_KINDS}, got {attention!r}")
+        self.kind = attention
+        vocab_size = _validate.positive_int("vocab_size", vocab_size)
+        num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
+        num_layers = _validate.positive_int("num_layers", num_layers)
+        num_heads = _validate.positive_int("num_heads", num_heads)
+        self.max_len = _validate.positive_int("max_len", max_len)
+        if ffn_hiddens is None:
+            ffn_hiddens = 4 * num_hiddens
+        elif ffn_hiddens != 0:
+            ffn_hiddens = _validate.positive_int("ffn_hiddens", ffn_hiddens)
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise TypeError(f"seed must be an integer, got {seed!r}")
+        if num_hiddens % num_heads:
+            raise ValueError(
+                f"num_heads must divide num_hiddens, got num_hiddens={num_hiddens} and "
+                f"num_heads={num_heads}"
+            )
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            self.embedding = nn.Embedding(vocab_size, num_hiddens)
+            self.positions = nn.Parameter(0.02 * torch.randn(self.max_len, num_hiddens))
+            layers = []
+            for _ in range(num_layers):
+                if attention == "softmax":
+                    mixer = CausalSoftmaxAttention(num_hiddens, num_heads)
+                else:
+                    mixer = LinearSelfAttention(num_hiddens, num_heads, causal=True)
+                layers.append(PreLNBlock(num_hiddens, mixer, ffn_hiddens))
+            self.blocks = nn.ModuleList(layers)
+            self.norm = nn.LayerNorm(num_hiddens)
+            self.output = nn.Linear(num_hiddens, vocab_size)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        tokens = _validate.tensor("tokens", tokens, ndim=2)
+        if tokens.is_floating_point() or tokens.dtype == torch.bool:
+            raise TypeError(f"tokens must hold integers, got dtype {tokens.dtype}")
+        n = tokens.shape[1]
+        if n > self.max_len:
+            raise ValueError(f"tokens must have at most max_len={self.max_len} positions, got {n}")
+        X = self.embedding(tokens) + self.positions[:n]  # (batch, n, D)
+        for block in self.blocks:
+            X = block(X)
+        return self.output(self.norm(X))  # (batch, n, vocab_size)
+
+
+@dataclass
+class MQARLog:
+    """What :func:`train_mqar` recorded.
+
+    Attributes:
+        losses: training loss (cross-entropy on the graded positions) per step.
+        steps: steps at which the probe batch was evaluated (0 = before training).
+        accuracies: recall accuracy on the probe batch at each of ``steps``.
+    """
+
+    losses: list[float] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    accuracies: list[float] = field(default_factory=list)
+
+
+def train_mqar(
+    model: RecallLM,
+    steps: int = 400,
+    batch: int = 64,
+    lr: float = 3e-3,
+    eval_every: int = 50,
+    num_pairs: int = 8,
+    probe_size: int = 256,
+    seed: int = 0,
+) -> MQARLog:
+    """Train ``model`` in place on MQAR with AdamW; return the log.
+
+    Every step draws a fresh batch (from ``seed``) of sequences of the model's
+    ``max_len`` tokens with ``num_pairs`` pairs over the model's vocabulary,
+    and takes one AdamW step (weight decay 0.01) on the cross-entropy of the
+    graded positions. The probe batch (``probe_size`` sequences from
+    ``seed + 1``) is evaluated at step 0 and every ``eval_every`` steps, and
+    at the last. Runs on one CPU thread (restored afterwards).
+    """
+    if not isinstance(model, RecallLM):
+        raise TypeError(f"model must be a RecallLM, got {type(model).__name__}")
+    steps = _validate.positive_int("steps", steps)
+    batch = _validate.positive_int("batch", batch)
+    eval_every = _validate.positive_int("eval_every", eval_every)
+    probe_size = _validate.positive_int("probe_size", probe_size)
+    lr = _validate.positive_number("lr", lr)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    task = {
+        "num_pairs": num_pairs,
+        "vocab_size": model.output.out_features,
+        "length": model.max_len,
+    }
+    probe = make_mqar_batch(probe_size, seed=int(seed) + 1, **task)  # checks the task args
+    data = torch.Generator().manual_seed(int(seed))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    log = MQARLog()
+
+    def evaluate(step: int) -> None:
+        model.eval()
+        with torch.no_grad():
+            log.accuracies.append(recall_accuracy(model(probe.tokens), probe.targets))
+        log.steps.append(step)
+        model.train()
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    was_training = model.training
+    try:
+        evaluate(0)
+        for step in range(1, steps + 1):
+            sample = make_mqar_batch(batch, seed=data, **task)
+            logits = model(sample.tokens)  # (batch, length, vocab)
+            loss = F.cross_entropy(
+                logits.flatten(0, 1), sample.targets.flatten(), ignore_index=IGNORE
+            )
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            log.losses.append(float(loss.detach()))
+            if step % eval_every == 0 or step == steps:
+                evaluate(step)
+    finally:
+        torch.set_num_threads(threads)
+        model.train(was_training)
+    return log

@@ -1,0 +1,246 @@
+"""Tests of chapter 12's checkers (Attention at Scale) in attnbook.checks.
+
+Each checker must accept a correct answer written independently of the library
+and reject every answer in its list of known mistakes, naming a failing case.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnbook import checks
+
+# ---------------------------------------------------------------- reader solutions
+
+
+def memory_ok(n, num_heads, dtype):
+    return n * n * num_heads * torch.tensor([], dtype=dtype).element_size()
+
+
+def memory_in_bits(n, num_heads, dtype):
+    return 8 * memory_ok(n, num_heads, dtype)
+
+
+def memory_one_head(n, num_heads, dtype):
+    return memory_ok(n, 1, dtype)
+
+
+def memory_always_float32(n, num_heads, dtype):
+    return n * n * num_heads * 4
+
+
+def online_ok(X, block_size):
+    m = torch.full(X.shape[:-1], -math.inf, dtype=X.dtype)
+    l = torch.zeros(X.shape[:-1], dtype=X.dtype)
+    for start in range(0, X.shape[-1], block_size):
+        block = X[..., start : start + block_size]
+        new = torch.maximum(m, block.amax(-1))
+        shift = torch.where(torch.isinf(new), torch.zeros_like(new), new)
+        l = l * torch.exp(m - shift) + torch.exp(block - shift[..., None]).sum(-1)
+        m = new
+    return torch.exp(X - m[..., None]) / l[..., None]
+
+
+def online_no_rescale(X, block_size):  # forgets exp(m_old - m_new)
+    m = torch.full(X.shape[:-1], -math.inf, dtype=X.dtype)
+    l = torch.zeros(X.shape[:-1], dtype=X.dtype)
+    for start in range(0, X.shape[-1], block_size):
+        block = X[..., start : start + block_size]
+        m = torch.maximum(m, block.amax(-1))
+        l = l + torch.exp(block - m[..., None]).sum(-1)
+    return torch.exp(X - m[..., None]) / l[..., None]
+
+
+def online_no_max(X, block_size):  # plain exp: overflows
+    l = torch.zeros(X.shape[:-1], dtype=X.dtype)
+    for start in range(0, X.shape[-1], block_size):
+        l = l + torch.exp(X[..., start : start + block_size]).sum(-1)
+    return torch.exp(X) / l[..., None]
+
+
+def online_nan_on_masked_block(X, block_size):  # exp(-inf - (-inf)) = NaN
+    m = torch.full(X.shape[:-1], -math.inf, dtype=X.dtype)
+    l = torch.zeros(X.shape[:-1], dtype=X.dtype)
+    for start in range(0, X.shape[-1], block_size):
+        block = X[..., start : start + block_size]
+        new = torch.maximum(m, block.amax(-1))
+        l = l * torch.exp(m - new) + torch.exp(block - new[..., None]).sum(-1)
+        m = new
+    return torch.exp(X - m[..., None]) / l[..., None]
+
+
+def tiled(q, k, v, block_size, visible=lambda cols, rows: cols <= rows, last=lambda q1: q1):
+    b, n, d = q.shape
+    out = torch.zeros(b, n, v.shape[-1], dtype=v.dtype)
+    for q0 in range(0, n, block_size):
+        q1 = min(q0 + block_size, n)
+        rows = torch.arange(q0, q1)[:, None]
+        m = torch.full((b, q1 - q0), -math.inf, dtype=q.dtype)
+        l = torch.zeros(b, q1 - q0, dtype=q.dtype)
+        acc = torch.zeros(b, q1 - q0, v.shape[-1], dtype=v.dtype)
+        for k0 in range(0, min(last(q1), n), block_size):
+            k1 = min(k0 + block_size, n)
+            s = q[:, q0:q1] @ k[:, k0:k1].transpose(1, 2) / math.sqrt(d)
+            s = s.masked_fill(~visible(torch.arange(k0, k1)[None, :], rows), -math.inf)
+            new = torch.maximum(m, s.amax(-1))
+            shift = torch.where(torch.isinf(new), torch.zeros_like(new), new)
+            p = torch.exp(s - shift[..., None])
+            scale = torch.exp(m - shift)
+            l = l * scale + p.sum(-1)
+            acc = acc * scale[..., None] + p @ v[:, k0:k1]
+            m = new
+        out[:, q0:q1] = torch.where(l[..., None] > 0, acc / l.clamp_min(1e-30)[..., None], 0.0)
+    return out
+
+
+def tiled_ok(q, k, v, block_size):
+    return tiled(q, k, v, block_size)
+
+
+def tiled_off_by_one(q, k, v, block_size):  # j < i: a query does not see itself
+    return tiled(q, k, v, block_size, visible=lambda cols, rows: cols < rows)
+
+
+def tiled_one_too_far(q, k, v, block_size):  # j <= i + 1: sees the next key too
+    return tiled(
+        q, k, v, block_size, visible=lambda cols, rows: cols <= rows + 1, last=lambda q1: q1 + 1
+    )
+
+
+def tiled_skips_diagonal_tiles(q, k, v, block_size):  # stops before the diagonal tile
+    return tiled(q, k, v, block_size, last=lambda q1: q1 - block_size)
+
+
+def tiled_not_causal(q, k, v, block_size):
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+# name -> (correct answer, [(known mistake, a case it must fail)])
+CHECKERS = {
+    "check_attention_memory": (
+        memory_ok,
+        [
+            (memory_in_bits, "n=8192, num_heads=32, torch.float16"),
+            (memory_one_head, "n=4096, num_heads=16, torch.bfloat16"),
+            (memory_always_float32, "n=2048, num_heads=8, torch.float64"),
+        ],
+    ),
+    "check_online_softmax": (
+        online_ok,
+        [
+            (online_no_rescale, "rows whose maximum grows in every block, block_size 3"),
+            (online_no_max, "scores of size 1000 in float64, block_size 2"),
+            (online_nan_on_masked_block, "masked entries (-inf), block_size 3"),
+        ],
+    ),
+    "check_tiled_causal": (
+        tiled_ok,
+        [
+            (tiled_off_by_one, "n=8, d=4, block_size=4"),
+            (tiled_one_too_far, "n=10, d=8, block_size=3"),
+            (tiled_skips_diagonal_tiles, "n=6, d=2, block_size=1"),
+            (tiled_not_causal, "n=5, d=4, block_size=8"),
+        ],
+    ),
+}
+
+MISTAKES = [
+    pytest.param(name, broken, case, id=f"{name}-{broken.__name__}")
+    for name, (_, wrongs) in CHECKERS.items()
+    for broken, case in wrongs
+]
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
+def test_checker_passes_a_correct_answer(name):
+    correct, _ = CHECKERS[name]
+    report = getattr(checks, name)(correct)
+    assert report.passed and report.failures == [], repr(report)
+    assert len(report.lines) >= 4
+    assert repr(report).splitlines()[0] == f"{name}: all {len(report.lines)} cases passed."
+
+
+@pytest.mark.parametrize(("name", "broken", "case"), MISTAKES)
+def test_checker_rejects_a_known_mistake_and_names_the_case(name, broken, case):
+    report = getattr(checks, name)(broken)
+    assert not report.passed
+    assert case in report.failures, repr(report)
+    line = next(
+        line for line in repr(report).splitlines() if line.startswith("  FAIL  ") and case in line
+    )
+    assert "(hint: " in line and line.rstrip(")").endswith("in Attention at Scale")
+
+
+def test_the_checkers_are_in_the_package():
+    assert {*CHECKERS} <= set(checks.__all__)
+
+
+def test_online_softmax_without_rescaling_passes_only_the_single_block_case():
+    report = checks.check_online_softmax(online_no_rescale)
+    assert [line for line in report.lines if line.startswith("  ok")] == [
+        "  ok    block_size larger than the row"
+    ]
+
+
+def test_tiled_causal_off_by_one_fails_every_case():
+    report = checks.check_tiled_causal(tiled_off_by_one)
+    assert len(report.failures) == len(report.lines)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
+def test_checker_reports_wrong_types(name):
+    report = getattr(checks, name)(lambda *args: [[0.0]])
+    assert len(report.failures) == len(report.lines)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
+def test_checker_leaves_the_global_rng_alone(name):
+    correct, _ = CHECKERS[name]
+    torch.manual_seed(0)
+    state = torch.random.get_rng_state()
+    getattr(checks, name)(correct)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
+@given(error=st.floats(1e-2, 1e3) | st.floats(-1e3, -1e-2))
+@settings(max_examples=10, deadline=None)
+def test_checker_rejects_any_visible_error(name, error):
+    correct, _ = CHECKERS[name]
+    if name == "check_attention_memory":  # a relative error of at least 1 %
+        report = getattr(checks, name)(lambda *a: correct(*a) * (1 + abs(error) / 10))
+    else:
+        report = getattr(checks, name)(lambda *args: correct(*args) + error)
+    assert len(report.failures) == len(report.lines)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKERS))
+@given(error=st.floats(-1e-7, 1e-7))
+@settings(max_examples=10, deadline=None)
+def test_checker_accepts_rounding_errors(name, error):
+    correct, _ = CHECKERS[name]
+    if name == "check_attention_memory":
+        assert getattr(checks, name)(lambda *a: correct(*a) * (1 + error))
+    else:
+        assert getattr(checks, name)(lambda *args: correct(*args).double() + error)
+
+
+def test_checkers_catch_in_place_modification():
+    def sneaky(X, block_size):
+        out = online_ok(X.clone(), block_size)
+        X.mul_(2)
+        return out
+
+    assert "modified its input in place" in repr(checks.check_online_softmax(sneaky))
+
+
+def test_attention_memory_accepts_tensors_and_rejects_non_numbers():
+    assert checks.check_attention_memory(lambda *a: torch.tensor(memory_ok(*a)))
+    report = checks.check_attention_memory(lambda *a: str(memory_ok(*a)))
+    assert "expected a number of bytes, got str" in repr(report)
