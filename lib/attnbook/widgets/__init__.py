@@ -15,6 +15,7 @@ from ._core import (
     static_mode,
 )
 from .dimension import DEFAULT_DIMS, DimensionExplorer, dimension_explorer
+from .heads import DEFAULT_HEADS, HeadsExplorer, heads_explorer
 from .kernel_width import DEFAULT_WIDTHS, KernelWidthExplorer, kernel_width_explorer
 from .offset import DEFAULT_OFFSETS, OffsetExplorer, offset_explorer
 from .query_position import DEFAULT_VALUES, QueryPositionExplorer, query_position_explorer
@@ -45,4 +46,7 @@ __all__ = [
     "static_mode",
     "training_steps_explorer",
     "valid_length_explorer",
+    "DEFAULT_HEADS",
+    "HeadsExplorer",
+    "heads_explorer",
 ]
