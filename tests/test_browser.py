@@ -119,6 +119,7 @@ ALL_EXPLORERS = [
     widgets.query_position_explorer,
     widgets.dimension_explorer,
     widgets.offset_explorer,
+    widgets.heads_explorer,
 ]
 
 
