@@ -78,7 +78,7 @@ class _HeadsRenderer(Renderer):
     the numbers of the heads in use and opaque white over the others.
     """
 
-    figsize = (9.6, 3.3)
+    figsize = (8.6, 2.95)
     per_row = 8
     unused = (0.9, 0.9, 0.9)  # the grey of an unused panel
 
@@ -118,7 +118,7 @@ class _HeadsRenderer(Renderer):
             picture[top - 2 : top, left : left + n] = 0.0 if used else 1.0  # clear or white
         return picture
 
-    cell = 9  # pixels per weight: the picture is drawn unresampled (figimage)
+    cell = 8  # pixels per weight: the picture is drawn unresampled (figimage)
     origin = (44, 16)  # pixel offset of the picture's lower-left corner
 
     def _build(self, fig: Figure, h: int) -> list:
