@@ -23,6 +23,7 @@ EXPLORER_PAGES = {
     "book/attention-learns.html": 1,
     "book/induction-heads.html": 1,
     "book/attention-at-scale.html": 1,
+    "book/multi-head-attention.html": 1,
 }
 
 
@@ -122,6 +123,7 @@ ALL_EXPLORERS = [
     widgets.dimension_explorer,
     widgets.offset_explorer,
     widgets.tiles_explorer,
+    widgets.heads_explorer,
 ]
 
 

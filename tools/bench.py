@@ -72,6 +72,7 @@ EXPLORERS = {
     "training steps": training_steps,
     "induction steps": induction_steps,
     "tiles": widgets.tiles_explorer,
+    "heads h": widgets.heads_explorer,
 }
 # Which built page holds which explorer (the page's only one).
 PAGES = {
@@ -83,6 +84,7 @@ PAGES = {
     "attention-learns": "training steps",
     "induction-heads": "induction steps",
     "attention-at-scale": "tiles",
+    "multi-head-attention": "heads h",
 }
 
 

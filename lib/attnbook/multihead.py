@@ -37,7 +37,7 @@ class MultiHeadAttention(nn.Module):
     Head i uses features ``i*p .. (i+1)*p - 1`` of each projection, the same
     layout as ``torch.nn.MultiheadAttention``. After a forward call,
     ``attention_weights`` holds the (batch, heads, queries, keys) weights
-    (before dropout).
+    (before dropout), detached from the autograd graph.
     """
 
     def __init__(
@@ -121,9 +121,11 @@ class MultiHeadAttention(nn.Module):
             lens = lens.repeat_interleave(self.num_heads, dim=0)
         heads = self.attention(Q, K, V, lens)  # (b*h, q, p)
         b, q, n = queries.shape[0], queries.shape[1], keys.shape[1]
-        self.attention_weights = self.attention.attention_weights.reshape(
-            b, self.num_heads, q, n
-        )  # (b, h, q, n)
+        # Kept detached, here and in the inner attention module: a stored copy
+        # must not keep the forward pass's autograd graph alive.
+        weights = self.attention.attention_weights.detach()  # (b*h, q, n)
+        self.attention.attention_weights = weights
+        self.attention_weights = weights.reshape(b, self.num_heads, q, n)  # (b, h, q, n)
         return self.W_o(self.merge_heads(heads))  # (b, q, D)
 
     def extra_repr(self) -> str:

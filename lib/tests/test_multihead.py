@@ -218,6 +218,21 @@ def test_gradients_flow(setup):
     assert torch.all(K.grad[~seen] == 0) and torch.all(V.grad[~seen] == 0)
 
 
+def test_stored_weights_are_detached_and_outputs_keep_gradients():
+    X = torch.randn(2, 3, 8, dtype=torch.float64, requires_grad=True)
+    layer = fresh(8, 2)
+    out = layer(X, X, X, torch.tensor([3, 1]))
+    # The stored weights hold no graph (neither the layer's nor its inner module's) ...
+    assert layer.attention_weights.grad_fn is None
+    assert not layer.attention_weights.requires_grad
+    assert layer.attention.attention_weights.grad_fn is None
+    # ... while the output still carries gradients to the input and every parameter.
+    assert out.grad_fn is not None
+    out.sum().backward()
+    assert X.grad is not None and torch.isfinite(X.grad).all() and X.grad.abs().sum() > 0
+    assert all(p.grad is not None for p in layer.parameters())
+
+
 def test_dropout_only_in_training():
     layer = fresh(8, 2, dropout=0.5)
     g = torch.Generator().manual_seed(3)

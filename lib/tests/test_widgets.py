@@ -32,6 +32,7 @@ EXPLORERS = {
     "training_steps": lambda: widgets.training_steps_explorer(small_training_log()),
     "induction_steps": lambda: widgets.induction_steps_explorer(small_induction_log()),
     "tiles": widgets.tiles_explorer,
+    "heads": widgets.heads_explorer,
 }
 
 
@@ -637,3 +638,59 @@ def test_text_with_tail_sits_right_after_its_fixed_words_and_stays_centred():
     tail.set_text(tails[1])  # the widest tail: the whole line is centred on x
     right = tail.get_window_extent(renderer)
     assert abs((left.x0 + right.x1) / 2 - 0.5 * fig.bbox.width) <= 1.5
+
+
+def test_heads_explorer_weights_are_the_chapters_layer_cut_into_h_heads():
+    from attnbook.widgets.heads import hand_made_layer, hand_made_tokens
+
+    explorer = widgets.heads_explorer()
+    renderer = explorer._renderer
+    tokens = hand_made_tokens()
+    for h in explorer.stops:
+        layer = hand_made_layer(h)
+        layer(tokens, tokens, tokens)
+        weights = renderer.weights[h]  # (h, queries, keys)
+        assert weights.shape == (h, 8, 8)
+        np.testing.assert_allclose(weights, layer.attention_weights[0].numpy())
+        # Independent reference: head j softmaxes the dot products of features j*p..(j+1)*p-1.
+        p = 16 // h
+        Q, K = layer.W_q(tokens)[0].detach(), layer.W_k(tokens)[0].detach()
+        for j in range(h):
+            scores = Q[:, j * p : (j + 1) * p] @ K[:, j * p : (j + 1) * p].T / p**0.5
+            np.testing.assert_allclose(weights[j], torch.softmax(scores, -1).numpy(), atol=1e-6)
+    roles = renderer.roles
+    assert roles(2)["previous"] == [[1, 2, 3, 4, 5, 6, 7], []]
+    assert roles(2)["symbol"] == [[], list(range(8))]
+    assert roles(1)["blend"] == [[1, 2, 3, 4, 5, 6, 7]]
+    assert "head 0 for queries 1-7" in explorer.alt_text(2)
+    assert "7 of the 8 rows blend" in explorer.alt_text(1)
+
+
+def test_heads_explorer_pastes_the_pixels_the_naive_figure_draws():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    renderer = widgets.heads_explorer()._renderer
+    for h in (1, 4, 16):
+        fig = Figure(figsize=renderer.figsize, dpi=80)
+        canvas = FigureCanvasAgg(fig)
+        renderer._build(fig, h)
+        canvas.draw()
+        naive = np.asarray(canvas.buffer_rgba())[..., :3]
+        np.testing.assert_array_equal(renderer.rgb(h), naive)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"heads": [1, 3]}, ValueError, r"divisors of 16.*\[1, 3\]"),
+        ({"heads": [2]}, ValueError, "at least 2"),
+        ({"heads": [4, 2]}, ValueError, "increasing"),
+        ({"heads": "124"}, TypeError, "heads"),
+        ({"heads": [1, True]}, ValueError, "divisors"),
+        ({"value": 3}, ValueError, "value.*3"),
+    ],
+)
+def test_heads_explorer_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        widgets.heads_explorer(**kwargs)

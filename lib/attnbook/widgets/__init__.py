@@ -15,6 +15,7 @@ from ._core import (
     static_mode,
 )
 from .dimension import DEFAULT_DIMS, DimensionExplorer, dimension_explorer
+from .heads import DEFAULT_HEADS, HeadsExplorer, heads_explorer
 from .induction_steps import InductionStepsExplorer, induction_steps_explorer
 from .kernel_width import DEFAULT_WIDTHS, KernelWidthExplorer, kernel_width_explorer
 from .offset import DEFAULT_OFFSETS, OffsetExplorer, offset_explorer
@@ -51,4 +52,7 @@ __all__ = [
     "induction_steps_explorer",
     "TilesExplorer",
     "tiles_explorer",
+    "DEFAULT_HEADS",
+    "HeadsExplorer",
+    "heads_explorer",
 ]
