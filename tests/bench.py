@@ -60,6 +60,7 @@ EXPLORERS = {
     "dimension d": widgets.dimension_explorer,
     "offset": widgets.offset_explorer,
     "training steps": training_steps,
+    "norm placement": widgets.norm_placement_explorer,
 }
 # Which built page holds which explorer (the page's only one).
 PAGES = {
@@ -69,6 +70,7 @@ PAGES = {
     "scoring-functions": "dimension d",
     "self-attention-positional-encoding": "offset",
     "attention-learns": "training steps",
+    "transformer-block": "norm placement",
 }
 
 

@@ -23,6 +23,8 @@ _SUBMODULES = (
     "scoring",
     "training",
     "widgets",
+    "norms",
+    "transformer",
 )
 
 __all__ = [*_SUBMODULES, "__version__"]

@@ -31,6 +31,7 @@ from .part2 import (
     check_rotation,
     check_two_part_targets,
 )
+from .part3 import check_block_parameter_count, check_layer_norm
 
 __all__ = [
     "CheckReport",
@@ -48,4 +49,6 @@ __all__ = [
     "check_scaled_dot_product",
     "check_softmax",
     "check_two_part_targets",
+    "check_block_parameter_count",
+    "check_layer_norm",
 ]

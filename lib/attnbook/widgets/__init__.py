@@ -16,6 +16,7 @@ from ._core import (
 )
 from .dimension import DEFAULT_DIMS, DimensionExplorer, dimension_explorer
 from .kernel_width import DEFAULT_WIDTHS, KernelWidthExplorer, kernel_width_explorer
+from .norm_placement import NormPlacementExplorer, norm_placement_explorer
 from .offset import DEFAULT_OFFSETS, OffsetExplorer, offset_explorer
 from .query_position import DEFAULT_VALUES, QueryPositionExplorer, query_position_explorer
 from .training_steps import TrainingStepsExplorer, training_steps_explorer
@@ -45,4 +46,6 @@ __all__ = [
     "static_mode",
     "training_steps_explorer",
     "valid_length_explorer",
+    "NormPlacementExplorer",
+    "norm_placement_explorer",
 ]
