@@ -24,6 +24,7 @@ EXPLORER_PAGES = {
     "book/induction-heads.html": 1,
     "book/attention-at-scale.html": 1,
     "book/multi-head-attention.html": 1,
+    "book/transformer-block.html": 1,
 }
 
 

@@ -22,6 +22,9 @@ CHAPTERS = [
     "book/multi-head-attention",
     "book/self-attention-positional-encoding",
     "book/attention-learns",
+    "book/transformer-block",
+    "book/induction-heads",
+    "book/attention-at-scale",
     "book/references",
 ]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -54,7 +57,7 @@ def test_every_chapter_notebook_is_in_the_book():
     assert sorted(f"book/{path.stem}" for path in NOTEBOOKS) == sorted(
         name for name in CHAPTERS if (BOOK.parent / f"{name}.ipynb").exists()
     )
-    assert len(NOTEBOOKS) == 7
+    assert len(NOTEBOOKS) == 10
 
 
 def test_install_cell_matches_config():

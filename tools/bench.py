@@ -73,6 +73,7 @@ EXPLORERS = {
     "induction steps": induction_steps,
     "tiles": widgets.tiles_explorer,
     "heads h": widgets.heads_explorer,
+    "norm placement": widgets.norm_placement_explorer,
 }
 # Which built page holds which explorer (the page's only one).
 PAGES = {
@@ -85,6 +86,7 @@ PAGES = {
     "induction-heads": "induction steps",
     "attention-at-scale": "tiles",
     "multi-head-attention": "heads h",
+    "transformer-block": "norm placement",
 }
 
 

@@ -27,6 +27,8 @@ _SUBMODULES = (
     "flash",
     "linear_attention",
     "mqar",
+    "norms",
+    "transformer",
 )
 
 __all__ = [*_SUBMODULES, "__version__"]

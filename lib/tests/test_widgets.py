@@ -32,6 +32,7 @@ EXPLORERS = {
     "training_steps": lambda: widgets.training_steps_explorer(small_training_log()),
     "induction_steps": lambda: widgets.induction_steps_explorer(small_induction_log()),
     "tiles": widgets.tiles_explorer,
+    "norm_placement": lambda: widgets.norm_placement_explorer(depths=[1, 2, 4], value=2),
     "heads": widgets.heads_explorer,
 }
 
@@ -694,3 +695,46 @@ def test_heads_explorer_pastes_the_pixels_the_naive_figure_draws():
 def test_heads_explorer_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         widgets.heads_explorer(**kwargs)
+
+
+# ---------------------------------------------------------------- norm placement
+
+
+def test_norm_placement_frames_follow_the_gradient_norms():
+    from attnbook.transformer import gradient_norms_at_init
+
+    norms = {
+        (d, name): gradient_norms_at_init(d, name == "pre-LN", num_hiddens=8, seeds=(0,))
+        for d in (1, 3)
+        for name in ("post-LN", "pre-LN")
+    }
+    explorer = widgets.norm_placement_explorer(depths=[1, 3], norms=norms, placement="pre-LN")
+    assert explorer.controls == [explorer.slider, explorer.menu]
+    assert explorer.states == [(1, "post-LN"), (1, "pre-LN"), (3, "post-LN"), (3, "pre-LN")]
+    pre = norms[(3, "pre-LN")]
+    text = explorer.alt_text(3, "pre-LN")
+    assert f"{pre[0]:.2f} at block 0" in text and f"{pre[-1]:.2f} at block 2" in text
+    assert f"{norms[(3, 'post-LN')][-1]:.2f}." in text
+    assert explorer.frame(3, "pre-LN") != explorer.frame(3, "post-LN")
+    assert "single block" in explorer.alt_text(1, "post-LN")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"depths": [2, 1]}, ValueError, r"depths must hold at least 2 strictly increasing"),
+        ({"depths": [0, 1]}, ValueError, r"depths\[0\] must be >= 1, got 0"),
+        ({"placement": "middle"}, ValueError, r"placement must be one of .*got 'middle'"),
+        ({"value": 5}, ValueError, r"value must be one of depths \[1, 2\], got 5"),
+        ({"norms": {}}, ValueError, r"norms has no entry for \(1, 'post-LN'\)"),
+        (
+            {"norms": {(d, p): [1.0] for d in (1, 2) for p in ("post-LN", "pre-LN")}},
+            ValueError,
+            r"norms\[\(2, 'post-LN'\)\] must hold 2 numbers",
+        ),
+    ],
+)
+def test_norm_placement_explorer_bad_input(kwargs, error, match):
+    args = {"depths": [1, 2], **kwargs}
+    with pytest.raises(error, match=match):
+        widgets.norm_placement_explorer(**args)

@@ -32,6 +32,7 @@ from .part2 import (
     check_rotation,
     check_two_part_targets,
 )
+from .part3 import check_block_parameter_count, check_layer_norm
 from .scale import check_attention_memory, check_online_softmax, check_tiled_causal
 
 __all__ = [
@@ -55,4 +56,6 @@ __all__ = [
     "check_attention_memory",
     "check_online_softmax",
     "check_tiled_causal",
+    "check_block_parameter_count",
+    "check_layer_norm",
 ]

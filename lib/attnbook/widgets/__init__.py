@@ -18,6 +18,7 @@ from .dimension import DEFAULT_DIMS, DimensionExplorer, dimension_explorer
 from .heads import DEFAULT_HEADS, HeadsExplorer, heads_explorer
 from .induction_steps import InductionStepsExplorer, induction_steps_explorer
 from .kernel_width import DEFAULT_WIDTHS, KernelWidthExplorer, kernel_width_explorer
+from .norm_placement import NormPlacementExplorer, norm_placement_explorer
 from .offset import DEFAULT_OFFSETS, OffsetExplorer, offset_explorer
 from .query_position import DEFAULT_VALUES, QueryPositionExplorer, query_position_explorer
 from .tiles import TilesExplorer, tiles_explorer
@@ -55,4 +56,6 @@ __all__ = [
     "DEFAULT_HEADS",
     "HeadsExplorer",
     "heads_explorer",
+    "NormPlacementExplorer",
+    "norm_placement_explorer",
 ]
