@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from attnbook import widgets
+from attnbook import lm, widgets
 from attnbook.training import RecallAttention, train_recall
 from attnbook.widgets._core import encode_png
 
@@ -52,6 +52,43 @@ def training_steps():
     return widgets.training_steps_explorer(log)
 
 
+def decoding():
+    """Chapter 10's explorer: the shipped model reading a short text."""
+    model, tokenizer = lm.load_checkpoint()
+    return widgets.decoding_explorer(model, tokenizer, DECODING_TEXT, layer=1)
+
+
+DECODING_TEXT = "The query looks at the keys."
+
+
+def kv_cache_speedups(lengths=(32, 64, 127), rounds=5) -> dict[int, float]:
+    """Time per new token at step t, recomputing / with the cache (shipped model).
+
+    Both times are medians over ``rounds`` of one decoding step at position t:
+    the uncached step runs all t + 1 tokens, the cached one token against the
+    stored keys and values of the other t.
+    """
+    import torch
+
+    model, _ = lm.load_checkpoint()
+    ratios = {}
+    with torch.no_grad():
+        for t in lengths:
+            ids = torch.zeros(1, t + 1, dtype=torch.long)
+            full, cached = [], []
+            for _ in range(rounds):
+                start = time.perf_counter()
+                model(ids)
+                full.append(time.perf_counter() - start)
+                cache = lm.KVCache()
+                model(ids[:, :t], cache)
+                start = time.perf_counter()
+                model(ids[:, t:], cache)
+                cached.append(time.perf_counter() - start)
+            ratios[t] = statistics.median(full) / statistics.median(cached)
+    return ratios
+
+
 EXPLORERS = {
     "query position": widgets.query_position_explorer,
     "kernel x width": lambda: widgets.kernel_width_explorer(kernels="all"),
@@ -60,6 +97,7 @@ EXPLORERS = {
     "dimension d": widgets.dimension_explorer,
     "offset": widgets.offset_explorer,
     "training steps": training_steps,
+    "decoding": decoding,
 }
 # Which built page holds which explorer (the page's only one).
 PAGES = {
@@ -69,6 +107,7 @@ PAGES = {
     "scoring-functions": "dimension d",
     "self-attention-positional-encoding": "offset",
     "attention-learns": "training steps",
+    "causal-language-model": "decoding",
 }
 
 
@@ -188,6 +227,10 @@ def main() -> int:
         f"budgets: ratio >= {RATIO_BUDGET:g}x (goal {RATIO_GOAL:g}x), "
         f"fragment <= {SIZE_BUDGET // 1024} KiB. 'before': one full PNG per stop, base64"
     )
+
+    speedups = kv_cache_speedups()
+    print("\nKV cache, chapter 10's model: time per new token at step t, recomputed / cached")
+    print("  " + ", ".join(f"t = {t}: {r:.1f}x" for t, r in speedups.items()))
 
     print("\nBuilt pages with an explorer (HTML with frames + figures; browser swap)")
     for page, name in PAGES.items():

@@ -25,6 +25,7 @@ EXPLORER_PAGES = {
     "book/scoring-functions.html": 1,
     "book/self-attention-positional-encoding.html": 1,
     "book/attention-learns.html": 1,
+    "book/causal-language-model.html": 1,
 }
 
 

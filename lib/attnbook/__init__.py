@@ -23,6 +23,7 @@ _SUBMODULES = (
     "scoring",
     "training",
     "widgets",
+    "lm",
 )
 
 __all__ = [*_SUBMODULES, "__version__"]

@@ -193,9 +193,10 @@ def test_every_checker_has_a_table():
     # Chapter 8's two checkers have their own tests in test_checks.py instead.
     from test_checks import CHECKERS as PART_ONE
     from test_checks import EVERY_CHECKER
+    from test_checks_lm import CHECKERS as LANGUAGE_MODEL
 
     own_tests = {"check_right_key_accuracy", "check_two_part_targets"}
-    assert sorted({*PART_ONE, *CHECKERS, *own_tests}) == EVERY_CHECKER
+    assert sorted({*PART_ONE, *CHECKERS, *LANGUAGE_MODEL, *own_tests}) == EVERY_CHECKER
 
 
 @pytest.mark.parametrize("name", sorted(CHECKERS))

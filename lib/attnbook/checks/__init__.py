@@ -13,6 +13,7 @@ carries a hint naming the section of the chapter that explains it.
 from ._core import CheckReport
 from ._core import _compare as _compare  # the library's tests use these two
 from ._core import _run as _run
+from .lm import check_causal_mask, check_kv_cache, check_kv_cache_size
 from .part1 import (
     check_causal_lengths,
     check_entropy,
@@ -48,4 +49,7 @@ __all__ = [
     "check_scaled_dot_product",
     "check_softmax",
     "check_two_part_targets",
+    "check_causal_mask",
+    "check_kv_cache",
+    "check_kv_cache_size",
 ]

@@ -14,6 +14,7 @@ from ._core import (
     range_control,
     static_mode,
 )
+from .decoding import DecodingExplorer, decoding_explorer
 from .dimension import DEFAULT_DIMS, DimensionExplorer, dimension_explorer
 from .kernel_width import DEFAULT_WIDTHS, KernelWidthExplorer, kernel_width_explorer
 from .offset import DEFAULT_OFFSETS, OffsetExplorer, offset_explorer
@@ -45,4 +46,6 @@ __all__ = [
     "static_mode",
     "training_steps_explorer",
     "valid_length_explorer",
+    "DecodingExplorer",
+    "decoding_explorer",
 ]
