@@ -21,6 +21,9 @@ def check_causal_mask(fn: Callable[[int], torch.Tensor]) -> CheckReport:
     attention is blocked), and answers that are not boolean.
     """
 
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {fn!r}")
+
     def probe(steps: int):
         mask = fn(steps)
         if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool:
@@ -56,6 +59,9 @@ def check_kv_cache(
     ``scaled_dot_product_attention`` over the whole sequence at once) and the
     final caches with all the keys and values.
     """
+
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {fn!r}")
 
     def probe(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor) -> dict:
         K_cache, V_cache = K[:0], V[:0]  # (0, d) and (0, d_v)
@@ -106,6 +112,9 @@ def check_kv_cache_size(fn: Callable[[int, int, int, int, int], int]) -> CheckRe
     multi-head attention, 1 in multi-query attention, a group count in
     grouped-query attention).
     """
+
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {fn!r}")
 
     def counted(*args):
         got = fn(*args)
