@@ -21,7 +21,8 @@ NBVAL_ALL := $(NBVAL) -n 2 --dist loadfile
 PORT ?= 8000
 
 .PHONY: help install colab-env lint book site test check test-lib test-book test-browser \
-        test-notebooks test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean
+        test-notebooks test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
+        lm-checkpoint
 
 help:
 	@echo "make book       build the website into _build/html (strict)"
@@ -38,6 +39,7 @@ help:
 	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
 	@echo "make clean      remove _build"
+	@echo "make lm-checkpoint  retrain chapter 10's shipped model (lib/attnbook/lm_data/tiny_lm.pt)"
 
 $(STAMP): requirements.txt lib/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,7 +57,7 @@ $(COLAB_STAMP): tools/requirements-colab.txt
 
 # attnbook is reinstalled (non-editable) whenever lib/ changes.
 COLAB_LIB := $(COLAB_VENV)/.attnbook
-$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py)
+$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/lm_data/*)
 	$(COLAB_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall ./lib
 	touch $(COLAB_LIB)
 
@@ -73,7 +75,7 @@ BUILD_BOOK := ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/jupyter-b
 # a change to the library would otherwise leave stale outputs (explorer
 # pictures, numbers) on the site; any change under lib/attnbook empties it.
 LIB_STAMP := _build/.attnbook-sources
-$(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py)
+$(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/lm_data/*)
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build
 	touch $@
@@ -172,6 +174,12 @@ notebooks: $(STAMP) $(KERNEL_PROFILE)
 serve:
 	@test -f _build/html/index.html || { echo "run 'make book' first"; exit 1; }
 	$(PYTHON) -m http.server --directory _build/html --bind 127.0.0.1 $(PORT)
+
+# Chapter 10's shipped checkpoint: a few minutes on one core (one thread is
+# the fastest for a model this small). The corpus beside it is frozen; see
+# tools/tiny_lm.py to rebuild it on purpose.
+lm-checkpoint: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python tools/tiny_lm.py checkpoint
 
 bench: $(STAMP) book
 	$(BIN)/python -m tools.bench

@@ -25,6 +25,7 @@ EXPLORER_PAGES = {
     "book/attention-at-scale.html": 1,
     "book/multi-head-attention.html": 1,
     "book/transformer-block.html": 1,
+    "book/causal-language-model.html": 1,
 }
 
 

@@ -23,6 +23,7 @@ CHAPTERS = [
     "book/self-attention-positional-encoding",
     "book/attention-learns",
     "book/transformer-block",
+    "book/causal-language-model",
     "book/induction-heads",
     "book/attention-at-scale",
     "book/references",
@@ -57,7 +58,7 @@ def test_every_chapter_notebook_is_in_the_book():
     assert sorted(f"book/{path.stem}" for path in NOTEBOOKS) == sorted(
         name for name in CHAPTERS if (BOOK.parent / f"{name}.ipynb").exists()
     )
-    assert len(NOTEBOOKS) == 10
+    assert len(NOTEBOOKS) == 11
 
 
 def test_install_cell_matches_config():

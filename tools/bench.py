@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from attnbook import widgets
+from attnbook import lm, widgets
 from attnbook.training import RecallAttention, train_recall
 from attnbook.widgets._core import encode_png
 
@@ -62,6 +62,43 @@ def induction_steps():
     return widgets.induction_steps_explorer(log)
 
 
+def decoding():
+    """Chapter 10's explorer: the shipped model reading a short text."""
+    model, tokenizer = lm.load_checkpoint()
+    return widgets.decoding_explorer(model, tokenizer, DECODING_TEXT, layer=1)
+
+
+DECODING_TEXT = "The query looks at the keys."
+
+
+def kv_cache_speedups(lengths=(32, 64, 127), rounds=5) -> dict[int, float]:
+    """Time per new token at step t, recomputing / with the cache (shipped model).
+
+    Both times are medians over ``rounds`` of one decoding step at position t:
+    the uncached step runs all t + 1 tokens, the cached one token against the
+    stored keys and values of the other t.
+    """
+    import torch
+
+    model, _ = lm.load_checkpoint()
+    ratios = {}
+    with torch.no_grad():
+        for t in lengths:
+            ids = torch.zeros(1, t + 1, dtype=torch.long)
+            full, cached = [], []
+            for _ in range(rounds):
+                start = time.perf_counter()
+                model(ids)
+                full.append(time.perf_counter() - start)
+                cache = lm.KVCache()
+                model(ids[:, :t], cache)
+                start = time.perf_counter()
+                model(ids[:, t:], cache)
+                cached.append(time.perf_counter() - start)
+            ratios[t] = statistics.median(full) / statistics.median(cached)
+    return ratios
+
+
 EXPLORERS = {
     "query position": widgets.query_position_explorer,
     "kernel x width": lambda: widgets.kernel_width_explorer(kernels="all"),
@@ -74,6 +111,7 @@ EXPLORERS = {
     "tiles": widgets.tiles_explorer,
     "heads h": widgets.heads_explorer,
     "norm placement": widgets.norm_placement_explorer,
+    "decoding": decoding,
 }
 # Which built page holds which explorer (the page's only one).
 PAGES = {
@@ -87,6 +125,7 @@ PAGES = {
     "attention-at-scale": "tiles",
     "multi-head-attention": "heads h",
     "transformer-block": "norm placement",
+    "causal-language-model": "decoding",
 }
 
 
@@ -242,6 +281,10 @@ def main() -> int:
         f"budgets: ratio >= {RATIO_BUDGET:g}x (goal {RATIO_GOAL:g}x), "
         f"fragment <= {SIZE_BUDGET // 1024} KiB. 'before': one full PNG per stop, base64"
     )
+
+    speedups = kv_cache_speedups()
+    print("\nKV cache, chapter 10's model: time per new token at step t, recomputed / cached")
+    print("  " + ", ".join(f"t = {t}: {r:.1f}x" for t, r in speedups.items()))
 
     print("\nBuilt pages with an explorer (HTML with frames + figures; browser swap)")
     for page, name in PAGES.items():

@@ -29,6 +29,7 @@ _SUBMODULES = (
     "mqar",
     "norms",
     "transformer",
+    "lm",
 )
 
 __all__ = [*_SUBMODULES, "__version__"]

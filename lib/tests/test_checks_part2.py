@@ -199,7 +199,12 @@ def test_every_checker_has_a_table():
     # One table module per later chapter's checkers, each with its CHECKERS.
     later = [
         importlib.import_module(name).CHECKERS
-        for name in ("test_checks_part3", "test_checks_induction", "test_checks_scale")
+        for name in (
+            "test_checks_part3",
+            "test_checks_lm",
+            "test_checks_induction",
+            "test_checks_scale",
+        )
     ]
     own_tests = {"check_right_key_accuracy", "check_two_part_targets"}
     tabled = {*PART_ONE, *CHECKERS, *own_tests}.union(*later)

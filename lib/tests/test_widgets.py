@@ -16,7 +16,7 @@ import pytest
 import torch
 from PIL import Image
 
-from attnbook import widgets
+from attnbook import lm, widgets
 from attnbook.data import make_regression_data
 from attnbook.masking import masked_softmax
 from attnbook.pooling import nadaraya_watson
@@ -34,6 +34,7 @@ EXPLORERS = {
     "tiles": widgets.tiles_explorer,
     "norm_placement": lambda: widgets.norm_placement_explorer(depths=[1, 2, 4], value=2),
     "heads": widgets.heads_explorer,
+    "decoding": lambda: widgets.decoding_explorer(*lm.load_checkpoint(), "The query sees"),
 }
 
 
@@ -619,6 +620,67 @@ def test_training_steps_explorer_bad_input(kwargs, error, match):
     args = {"log": small_training_log()} | kwargs
     with pytest.raises(error, match=match):
         widgets.training_steps_explorer(**args)
+
+
+def small_decoding_explorer(**kwargs):
+    """A random model: the explorer must not depend on the shipped checkpoint."""
+    torch.manual_seed(0)
+    model = lm.TinyLM(6, 8, 2, 2, 16)
+    tokenizer = lm.CharTokenizer("abc de")
+    return model, tokenizer, widgets.decoding_explorer(model, tokenizer, "abcd ea", **kwargs)
+
+
+def test_decoding_frames_follow_the_uncached_model():
+    """The explorer steps with the cache; its rows and bars must equal one
+    uncached forward pass over the whole text (causal: row t sees keys 0..t)."""
+    model, tokenizer, explorer = small_decoding_explorer(layer=1, head=1)
+    ids = tokenizer.encode("abcd ea").unsqueeze(0)
+    with torch.no_grad():
+        probs = torch.softmax(model(ids)[0].double(), -1).numpy()
+    weights = model.blocks[1].attention.attention_weights[0, 1].double().numpy()
+    renderer = explorer._renderer
+    assert explorer.stops == list(range(7))
+    for t in explorer.stops:
+        explorer.frame(t)
+        image, row, strip, others, top, title = renderer._dynamic
+        shown = image.get_array()
+        np.testing.assert_allclose(np.ma.getdata(shown)[: t + 1], weights[: t + 1], atol=1e-6)
+        assert np.isnan(np.ma.getdata(shown)[t + 1 :]).all()  # later rows: not computed yet
+        assert strip.get_array().tolist() == [[0.0] * t + [1.0] + [2.0] * (6 - t)]
+        assert row.get_y() == t - 0.5
+        heights = [p.vertices[2][1] for p in others.get_paths()]
+        np.testing.assert_allclose(heights, probs[t], atol=1e-6)
+        best = int(probs[t].argmax())
+        assert top.get_paths()[0].vertices[1][0] == pytest.approx(best - 0.4)
+        assert title.get_text().startswith(f"t = {t}, reading")
+
+
+def test_decoding_alt_text_and_repr():
+    model, tokenizer, explorer = small_decoding_explorer()
+    text = explorer.alt_text(3)
+    assert "Decoding step 3 of 6" in text and "3 keys come from the cache and 1 is new" in text
+    assert "over 6 characters" in text
+    assert repr(explorer) == "DecodingExplorer(t=0, layer=0, head=0, 7 stops)"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"model": "model"}, TypeError, "model must be a TinyLM"),
+        ({"tokenizer": None}, TypeError, "tokenizer must be a CharTokenizer"),
+        ({"tokenizer": lm.CharTokenizer("ab")}, ValueError, "tokenizer has 2 characters"),
+        ({"text": "a"}, ValueError, "text must be a string of 2 to 16 characters"),
+        ({"text": "abz"}, ValueError, "character 'z' at position 2"),
+        ({"layer": 2}, ValueError, r"layer must lie in \[0, 1\], got 2"),
+        ({"head": 1.0}, TypeError, "head must be an integer"),
+        ({"value": 9}, ValueError, r"value must be a step in \[0, 6\], got 9"),
+    ],
+)
+def test_decoding_explorer_bad_input(kwargs, error, match):
+    model, tokenizer, _ = small_decoding_explorer()
+    args = {"model": model, "tokenizer": tokenizer, "text": "abcd ea"} | kwargs
+    with pytest.raises(error, match=match):
+        widgets.decoding_explorer(**args)
 
 
 def test_text_with_tail_sits_right_after_its_fixed_words_and_stays_centred():

@@ -14,6 +14,7 @@ from ._core import CheckReport
 from ._core import _compare as _compare  # the library's tests use these two
 from ._core import _run as _run
 from .induction import check_induction_score, check_previous_token_score
+from .lm import check_causal_mask, check_kv_cache, check_kv_cache_size
 from .part1 import (
     check_causal_lengths,
     check_entropy,
@@ -58,4 +59,7 @@ __all__ = [
     "check_tiled_causal",
     "check_block_parameter_count",
     "check_layer_norm",
+    "check_causal_mask",
+    "check_kv_cache",
+    "check_kv_cache_size",
 ]

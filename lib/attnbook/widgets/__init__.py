@@ -14,6 +14,7 @@ from ._core import (
     range_control,
     static_mode,
 )
+from .decoding import DecodingExplorer, decoding_explorer
 from .dimension import DEFAULT_DIMS, DimensionExplorer, dimension_explorer
 from .heads import DEFAULT_HEADS, HeadsExplorer, heads_explorer
 from .induction_steps import InductionStepsExplorer, induction_steps_explorer
@@ -58,4 +59,6 @@ __all__ = [
     "heads_explorer",
     "NormPlacementExplorer",
     "norm_placement_explorer",
+    "DecodingExplorer",
+    "decoding_explorer",
 ]

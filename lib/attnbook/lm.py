@@ -1,0 +1,629 @@
+"""A tiny character-level language model, and decoding with a key-value cache.
+
+The pieces of chapter 10, in the order it uses them:
+
+* :func:`load_corpus`: the training text that ships with the library, a frozen
+  plain-text copy of the book's preface and Part I prose (``lm_data/corpus.txt``).
+* :class:`CharTokenizer`: characters to integer ids and back.
+* :class:`TinyLM`: a decoder-only model (token and learned position
+  embeddings, pre-LN blocks with causal self-attention, a final LayerNorm and
+  an output projection). ``forward(ids)`` returns next-token logits of shape
+  (batch, t, vocab_size); ``forward(ids, cache)`` processes only new tokens and
+  reads the keys and values of earlier ones from a :class:`KVCache`.
+* :func:`train_lm`: next-token training on random windows of the corpus.
+* :func:`generate`: greedy (temperature 0) or sampled decoding, with or without
+  the cache, which give the same logits up to float rounding.
+* :func:`load_checkpoint`: the small trained model that ships with the library
+  (``lm_data/tiny_lm.pt``, made by ``make lm-checkpoint``).
+* :func:`kv_cache_numbers` and :func:`matmul_flops`: what the cache costs in
+  memory and saves in arithmetic.
+
+The decoder block here is deliberately small and self-contained (its own
+attention with a cache); it is not the library's general Transformer block.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from . import _validate
+from .masking import masked_softmax
+
+CORPUS_FILE = "corpus.txt"
+CHECKPOINT_FILE = "tiny_lm.pt"
+# How the shipped checkpoint was trained (tools/tiny_lm.py, `make lm-checkpoint`).
+CHECKPOINT_RECIPE = {
+    "num_hiddens": 64,
+    "num_heads": 4,
+    "num_layers": 2,
+    "max_len": 128,
+    "steps": 2000,
+    "batch_size": 16,
+    "lr": 3e-3,
+    "seed": 0,
+}
+# The run that made the checkpoint wrote a greedy sample from this prompt at
+# these steps; the checkpoint stores them (see checkpoint_info).
+SAMPLE_PROMPT = "The query "
+SAMPLE_STEPS = (0, 100, 300, 1000, 2000)
+SAMPLE_LENGTH = 70
+
+
+def _data_file(name: str):
+    return resources.files("attnbook") / "lm_data" / name
+
+
+def load_corpus() -> str:
+    """The training text that ships with the library (plain ASCII prose, about 90 KB).
+
+    Paragraphs are separated by a newline. It is a frozen copy of the book's
+    preface and Part I prose, made by ``python tools/tiny_lm.py corpus``.
+    """
+    return _data_file(CORPUS_FILE).read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- tokenizer
+
+
+class CharTokenizer:
+    """Characters to ids and back: id i is the i-th character of ``chars``.
+
+    Args:
+        text: the text whose distinct characters form the vocabulary (sorted).
+    """
+
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str) or not text:
+            raise ValueError(f"text must be a non-empty string, got {_validate._describe(text)}")
+        self.chars = sorted(set(text))
+        self._index = {c: i for i, c in enumerate(self.chars)}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str, errors: str = "strict") -> torch.Tensor:
+        """The ids of ``text`` as a (len(text),) int64 tensor.
+
+        A character outside the vocabulary is a ``ValueError`` naming it and
+        its position (``errors="strict"``), or is left out (``errors="skip"``).
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a string, got {_validate._describe(text)}")
+        if errors not in ("strict", "skip"):
+            raise ValueError(f"errors must be 'strict' or 'skip', got {errors!r}")
+        ids = []
+        for position, char in enumerate(text):
+            if char in self._index:
+                ids.append(self._index[char])
+            elif errors == "strict":
+                raise ValueError(
+                    f"text holds the character {char!r} at position {position}, which is not "
+                    f"in the vocabulary of {self.vocab_size} characters (pass errors='skip' "
+                    "to leave such characters out)"
+                )
+        return torch.tensor(ids, dtype=torch.long)
+
+    def decode(self, ids) -> str:
+        """The text of a 1-D sequence of ids (a tensor or a list of ints)."""
+        ids = torch.as_tensor(ids)
+        if ids.dim() != 1 or ids.is_floating_point() or ids.dtype == torch.bool:
+            raise ValueError(
+                f"ids must be a 1-D sequence of integer ids, got {_validate._describe(ids)}"
+            )
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.vocab_size):
+            raise ValueError(
+                f"ids must lie in [0, {self.vocab_size - 1}], got values from "
+                f"{int(ids.min())} to {int(ids.max())}"
+            )
+        return "".join(self.chars[i] for i in ids.tolist())
+
+    def __repr__(self) -> str:
+        return f"CharTokenizer(vocab_size={self.vocab_size})"
+
+
+# ---------------------------------------------------------------- the model
+
+
+@dataclass
+class KVCache:
+    """The keys and values of every token seen so far, one pair per layer.
+
+    ``keys[l]`` and ``values[l]`` are (batch, num_heads, t, head_dim) for the
+    first t tokens; a forward pass with this cache appends the new tokens'.
+    """
+
+    keys: list[torch.Tensor] = field(default_factory=list)
+    values: list[torch.Tensor] = field(default_factory=list)
+
+    @property
+    def length(self) -> int:
+        """t, the number of tokens whose keys and values are stored."""
+        return self.keys[0].shape[2] if self.keys else 0
+
+    def numel(self) -> int:
+        """How many numbers the cache holds (every layer, keys and values)."""
+        return sum(t.numel() for t in (*self.keys, *self.values))
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention that can read and extend a key-value cache.
+
+    After a forward, ``attention_weights`` is (batch, num_heads, queries, keys).
+    """
+
+    def __init__(self, num_hiddens: int, num_heads: int) -> None:
+        super().__init__()
+        if num_hiddens % num_heads:
+            raise ValueError(
+                f"num_heads must divide num_hiddens, got num_hiddens={num_hiddens}, "
+                f"num_heads={num_heads}"
+            )
+        self.num_heads = num_heads
+        self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.W_k = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.W_v = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.attention_weights: torch.Tensor | None = None
+
+    def _heads(self, X: torch.Tensor) -> torch.Tensor:
+        batch, steps, hiddens = X.shape  # (batch, steps, num_hiddens)
+        return X.reshape(batch, steps, self.num_heads, -1).transpose(1, 2)  # (b, h, s, p)
+
+    def forward(self, X: torch.Tensor, past: tuple | None = None) -> tuple:
+        """X: (batch, new, num_hiddens), the new tokens only; past: None or the
+        (keys, values) of the earlier tokens, each (batch, heads, t, head_dim).
+
+        Returns (output (batch, new, num_hiddens), (keys, values) of all t + new tokens).
+        """
+        batch, new, hiddens = X.shape
+        Q = self._heads(self.W_q(X))  # (batch, heads, new, head_dim)
+        K = self._heads(self.W_k(X))
+        V = self._heads(self.W_v(X))
+        if past is not None:
+            K = torch.cat([past[0], K], dim=2)  # (batch, heads, t + new, head_dim)
+            V = torch.cat([past[1], V], dim=2)
+        heads, keys, head_dim = Q.shape[1], K.shape[2], Q.shape[3]
+        start = keys - new  # absolute position of the first new token
+        scores = Q @ K.transpose(2, 3) / math.sqrt(head_dim)  # (batch, heads, new, keys)
+        # Chapter 4's 2-D valid lengths: the query at position i sees keys 0..i.
+        lens = torch.arange(start + 1, keys + 1, device=X.device).expand(batch * heads, new)
+        weights = masked_softmax(scores.reshape(batch * heads, new, keys), lens)
+        weights = weights.reshape(batch, heads, new, keys)
+        self.attention_weights = weights
+        out = (weights @ V).transpose(1, 2).reshape(batch, new, hiddens)  # (batch, new, D)
+        return self.W_o(out), (K, V)
+
+
+class DecoderBlock(nn.Module):
+    """Pre-LN block: X + attention(LN(X)), then X + FFN(LN(X)), FFN width 4 D."""
+
+    def __init__(self, num_hiddens: int, num_heads: int) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(num_hiddens)
+        self.attention = CausalSelfAttention(num_hiddens, num_heads)
+        self.norm2 = nn.LayerNorm(num_hiddens)
+        self.ffn = nn.Sequential(
+            nn.Linear(num_hiddens, 4 * num_hiddens),
+            nn.GELU(),
+            nn.Linear(4 * num_hiddens, num_hiddens),
+        )
+
+    def forward(self, X: torch.Tensor, past: tuple | None = None) -> tuple:
+        attended, present = self.attention(self.norm1(X), past)
+        X = X + attended
+        return X + self.ffn(self.norm2(X)), present
+
+
+class TinyLM(nn.Module):
+    """A decoder-only character model.
+
+    Args:
+        vocab_size: number of distinct tokens.
+        num_hiddens: D, the width of the residual stream.
+        num_heads: attention heads per block (must divide num_hiddens).
+        num_layers: number of decoder blocks.
+        max_len: the most positions the model can see (learned position embeddings).
+    """
+
+    def __init__(
+        self, vocab_size: int, num_hiddens: int, num_heads: int, num_layers: int, max_len: int
+    ) -> None:
+        super().__init__()
+        self.vocab_size = _validate.positive_int("vocab_size", vocab_size)
+        self.num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
+        self.num_heads = _validate.positive_int("num_heads", num_heads)
+        self.num_layers = _validate.positive_int("num_layers", num_layers)
+        self.max_len = _validate.positive_int("max_len", max_len)
+        self.token_embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.position_embedding = nn.Embedding(max_len, num_hiddens)
+        nn.init.normal_(self.token_embedding.weight, std=0.1)
+        nn.init.normal_(self.position_embedding.weight, std=0.1)
+        self.blocks = nn.ModuleList(DecoderBlock(num_hiddens, num_heads) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(num_hiddens)
+        self.output = nn.Linear(num_hiddens, vocab_size)
+
+    def config(self) -> dict:
+        """The constructor's arguments."""
+        return {
+            "vocab_size": self.vocab_size,
+            "num_hiddens": self.num_hiddens,
+            "num_heads": self.num_heads,
+            "num_layers": self.num_layers,
+            "max_len": self.max_len,
+        }
+
+    def check_ids(self, ids: object, name: str = "ids") -> torch.Tensor:
+        """Validate a (batch, t) int64 tensor of token ids in [0, vocab_size)."""
+        ids = _validate.tensor(name, ids, ndim=2)
+        if ids.dtype != torch.long:
+            raise TypeError(f"{name} must have dtype torch.int64 (token ids), got {ids.dtype}")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.vocab_size):
+            raise ValueError(
+                f"{name} must hold ids in [0, {self.vocab_size - 1}], got values from "
+                f"{int(ids.min())} to {int(ids.max())}"
+            )
+        return ids
+
+    def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """Next-token logits.
+
+        Args:
+            ids: (batch, new) int64 token ids. Without a cache they are the whole
+                sequence; with one they are the tokens after the cache's t.
+            cache: None, or a :class:`KVCache` (``KVCache()`` to start) that this
+                call extends with the new tokens' keys and values, layer by layer.
+
+        Returns:
+            (batch, new, vocab_size) logits: row i scores the token after position
+            t + i, having seen tokens 0..t + i only.
+        """
+        ids = self.check_ids(ids)
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
+        start = cache.length if cache is not None else 0
+        new = ids.shape[1]
+        if new == 0:
+            raise ValueError(f"ids must hold at least one token, got shape {tuple(ids.shape)}")
+        if start + new > self.max_len:
+            raise ValueError(
+                f"ids would reach position {start + new - 1}, beyond max_len={self.max_len} "
+                f"(cache holds {start} tokens, ids adds {new})"
+            )
+        positions = torch.arange(start, start + new, device=ids.device)  # (new,)
+        X = self.token_embedding(ids) + self.position_embedding(positions)  # (batch, new, D)
+        for layer, block in enumerate(self.blocks):
+            past = None
+            if cache is not None and start > 0:
+                past = (cache.keys[layer], cache.values[layer])
+            X, (K, V) = block(X, past)
+            if cache is not None:
+                if start > 0:
+                    cache.keys[layer], cache.values[layer] = K, V
+                else:
+                    cache.keys.append(K)
+                    cache.values.append(V)
+        return self.output(self.norm(X))  # (batch, new, vocab_size)
+
+
+# ---------------------------------------------------------------- training
+
+
+def train_lm(
+    model: TinyLM,
+    ids: torch.Tensor,
+    steps: int,
+    batch_size: int = 16,
+    lr: float = 3e-3,
+    seed: int = 0,
+    context: int | None = None,
+    callback: Callable[[int, TinyLM], None] | None = None,
+) -> list[float]:
+    """Train ``model`` to predict each next token of random windows of ``ids``.
+
+    Each step draws ``batch_size`` windows of ``context + 1`` consecutive ids
+    (``context`` defaults to ``model.max_len``) with a generator seeded by
+    ``seed``, and takes one AdamW step on the mean cross-entropy of predicting
+    ids 1..context from ids 0..context-1. The learning rate decays linearly to
+    a tenth of ``lr``. ``callback(step, model)``, if given, runs after each
+    step (counted from 1), e.g. to take samples along the way.
+
+    Args:
+        ids: (n,) int64 token ids of the corpus.
+
+    Returns:
+        The training loss of every step (a list of floats).
+    """
+    if not isinstance(model, TinyLM):
+        raise TypeError(f"model must be a TinyLM, got {type(model).__name__}")
+    steps = _validate.positive_int("steps", steps)
+    batch_size = _validate.positive_int("batch_size", batch_size)
+    lr = _validate.positive_number("lr", lr)
+    context = model.max_len if context is None else _validate.positive_int("context", context)
+    if context > model.max_len:
+        raise ValueError(f"context must be at most max_len={model.max_len}, got {context}")
+    ids = model.check_ids(_validate.tensor("ids", ids, ndim=1).unsqueeze(0), "ids")[0]
+    if ids.numel() < context + 2:
+        raise ValueError(f"ids must hold more than context + 1 = {context + 1} tokens")
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1 - 0.9 * s / steps)
+    offsets = torch.arange(context + 1)  # (context + 1,)
+    losses = []
+    model.train()
+    for _ in range(steps):
+        starts = torch.randint(0, ids.numel() - context, (batch_size,), generator=generator)
+        windows = ids[starts.unsqueeze(1) + offsets]  # (batch, context + 1)
+        logits = model(windows[:, :-1])  # (batch, context, vocab)
+        loss = nn.functional.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+        if callback is not None:
+            callback(len(losses), model)
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def corpus_loss(model: TinyLM, text: str | None = None) -> float:
+    """Mean next-token cross-entropy (nats) over ``text`` (default: the corpus),
+    read in consecutive windows of ``max_len + 1`` characters."""
+    text = load_corpus() if text is None else text
+    ids = CharTokenizer(load_corpus()).encode(text)
+    width = model.max_len + 1
+    usable = (ids.numel() - 1) // model.max_len * model.max_len + 1
+    starts = torch.arange(0, usable - 1, model.max_len)
+    windows = ids[starts.unsqueeze(1) + torch.arange(width)]  # (windows, max_len + 1)
+    total, count = 0.0, 0
+    for chunk in windows.split(64):
+        logits = model(chunk[:, :-1])
+        loss = nn.functional.cross_entropy(
+            logits.flatten(0, 1), chunk[:, 1:].flatten(), reduction="sum"
+        )
+        total, count = total + loss.item(), count + chunk[:, 1:].numel()
+    return total / count
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def _ids_for_decoding(ids: object) -> tuple[torch.Tensor, bool]:
+    ids = _validate.tensor("ids", ids, ndim=(1, 2))
+    return (ids.unsqueeze(0), True) if ids.dim() == 1 else (ids, False)
+
+
+@torch.no_grad()
+def generate(
+    model: TinyLM,
+    ids: torch.Tensor,
+    steps: int,
+    temperature: float = 0.0,
+    use_cache: bool = True,
+    seed: int | None = None,
+    return_logits: bool = False,
+):
+    """Extend ``ids`` by ``steps`` tokens, one at a time.
+
+    Args:
+        model: a :class:`TinyLM`.
+        ids: (t,) or (batch, t) int64 prompt, t >= 1.
+        steps: how many tokens to add; t + steps may not exceed ``model.max_len``.
+        temperature: 0 picks the most likely token (greedy); > 0 samples from
+            softmax(logits / temperature).
+        use_cache: keep every layer's keys and values (a :class:`KVCache`) and
+            feed the model only the newest token; False recomputes the whole
+            sequence each step. Both give the same logits up to float rounding.
+        seed: with temperature > 0, seeds a private ``torch.Generator`` (the
+            global random state is left alone); None draws from the global one.
+        return_logits: also return the logits of each new token.
+
+    Returns:
+        The ids extended by ``steps`` tokens, shaped like ``ids``: (t + steps,) or
+        (batch, t + steps); with ``return_logits``, also the logits,
+        (steps, vocab_size) or (batch, steps, vocab_size).
+    """
+    if not isinstance(model, TinyLM):
+        raise TypeError(f"model must be a TinyLM, got {type(model).__name__}")
+    batch_ids, flat = _ids_for_decoding(ids)
+    batch_ids = model.check_ids(batch_ids)
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
+    t = batch_ids.shape[1]
+    if t == 0:
+        raise ValueError("ids must hold at least one token (a prompt), got an empty sequence")
+    if t + steps > model.max_len:
+        raise ValueError(
+            f"steps={steps} would take the sequence to {t + steps} tokens, beyond the "
+            f"model's max_len={model.max_len} (the prompt has {t})"
+        )
+    temperature = _validate.real_number("temperature", temperature)
+    if not math.isfinite(temperature) or temperature < 0:
+        raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        raise TypeError(f"seed must be an integer or None, got {seed!r}")
+    generator = None
+    if temperature > 0 and seed is not None:
+        generator = torch.Generator(device=batch_ids.device).manual_seed(int(seed))
+    was_training = model.training
+    model.eval()
+    out, logits_seen = batch_ids, []
+    cache = KVCache() if use_cache else None
+    feed = batch_ids
+    for _ in range(steps):
+        logits = model(feed, cache)[:, -1]  # (batch, vocab): scores of the next token
+        logits_seen.append(logits)
+        if temperature == 0:
+            token = logits.argmax(dim=-1, keepdim=True)  # (batch, 1)
+        else:
+            probs = torch.softmax(logits.double() / temperature, dim=-1)
+            token = torch.multinomial(probs, 1, generator=generator)
+        out = torch.cat([out, token], dim=1)
+        feed = token if use_cache else out
+    model.train(was_training)
+    if logits_seen:
+        logits = torch.stack(logits_seen, 1)  # (batch, steps, vocab)
+    else:
+        logits = torch.zeros(batch_ids.shape[0], 0, model.vocab_size)
+    if flat:
+        out, logits = out[0], logits[0]
+    return (out, logits) if return_logits else out
+
+
+# ---------------------------------------------------------------- checkpoint
+
+
+def train_checkpoint_recipe(
+    steps: int | None = None,
+) -> tuple[TinyLM, list[float], dict[int, str]]:
+    """Train the shipped checkpoint's model from scratch by :data:`CHECKPOINT_RECIPE`
+    (``steps`` overrides its number of steps, e.g. for a quick partial check).
+
+    Returns the model (float32, eval mode), its training losses, and the greedy
+    samples (:data:`SAMPLE_LENGTH` characters after :data:`SAMPLE_PROMPT`) it
+    wrote at each of :data:`SAMPLE_STEPS` that the run reached.
+    """
+    recipe = CHECKPOINT_RECIPE
+    text = load_corpus()
+    tokenizer = CharTokenizer(text)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(recipe["seed"])
+        model = TinyLM(
+            tokenizer.vocab_size,
+            recipe["num_hiddens"],
+            recipe["num_heads"],
+            recipe["num_layers"],
+            recipe["max_len"],
+        )
+    prompt = tokenizer.encode(SAMPLE_PROMPT)
+    samples = {}
+
+    def sample(step: int, model: TinyLM) -> None:
+        if step in SAMPLE_STEPS:
+            ids = generate(model, prompt, SAMPLE_LENGTH)
+            samples[step] = tokenizer.decode(ids[len(prompt) :])
+
+    sample(0, model)
+    losses = train_lm(
+        model,
+        tokenizer.encode(text),
+        recipe["steps"] if steps is None else steps,
+        batch_size=recipe["batch_size"],
+        lr=recipe["lr"],
+        seed=recipe["seed"],
+        callback=sample,
+    )
+    return model, losses, samples
+
+
+def save_checkpoint(
+    model: TinyLM, path: str | Path, losses: list[float], samples: dict[int, str]
+) -> None:
+    """Save ``model`` as a float16 state dict, with its config, its loss on the
+    corpus, its training losses and the samples it wrote while training."""
+    state = {k: v.detach().to(torch.float16) for k, v in model.state_dict().items()}
+    saved = {
+        "config": model.config(),
+        "state": state,
+        "corpus_loss": corpus_loss(model),
+        "losses": torch.tensor(losses, dtype=torch.float32),
+        "samples": dict(samples),
+    }
+    torch.save(saved, path)
+
+
+def load_checkpoint() -> tuple[TinyLM, CharTokenizer]:
+    """The model that ships with the library (float32, eval mode) and its tokenizer.
+
+    The weights are stored in float16, so every machine loads the very same
+    numbers. Its mean loss on the corpus is ``checkpoint_info()["corpus_loss"]``.
+    """
+    with _data_file(CHECKPOINT_FILE).open("rb") as handle:
+        saved = torch.load(handle, weights_only=True)
+    with torch.random.fork_rng(devices=[]):  # building the modules draws weights
+        model = TinyLM(**saved["config"])
+    model.load_state_dict({k: v.to(torch.float32) for k, v in saved["state"].items()})
+    return model.eval(), CharTokenizer(load_corpus())
+
+
+def checkpoint_info() -> dict:
+    """What the shipped checkpoint records besides its weights: ``config``,
+    ``corpus_loss`` (its mean loss on the corpus), ``losses`` (a tensor, the
+    training loss of every step), ``samples`` (step -> the greedy sample of
+    :data:`SAMPLE_LENGTH` characters after :data:`SAMPLE_PROMPT` written at that
+    step of training) and ``bytes`` (the file's size)."""
+    with _data_file(CHECKPOINT_FILE).open("rb") as handle:
+        raw = handle.read()
+    saved = torch.load(io.BytesIO(raw), weights_only=True)
+    keep = ("config", "corpus_loss", "losses", "samples")
+    return {**{k: saved[k] for k in keep}, "bytes": len(raw)}
+
+
+# ---------------------------------------------------------------- cost
+
+
+def kv_cache_numbers(
+    num_layers: int,
+    steps: int,
+    num_hiddens: int,
+    num_heads: int = 1,
+    num_kv_heads: int | None = None,
+) -> int:
+    """How many numbers a key-value cache holds for one sequence of ``steps`` tokens.
+
+    Keys and values (2) for every layer and token: 2 * layers * t * D. With
+    grouped-query attention ``num_kv_heads`` of the ``num_heads`` heads keep
+    keys and values (multi-query: 1), which scales the count by
+    num_kv_heads / num_heads.
+    """
+    num_layers = _validate.positive_int("num_layers", num_layers)
+    num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
+    num_heads = _validate.positive_int("num_heads", num_heads)
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
+    kv = num_heads if num_kv_heads is None else _validate.positive_int("num_kv_heads", num_kv_heads)
+    if num_hiddens % num_heads or num_heads % kv:
+        raise ValueError(
+            f"num_heads must divide num_hiddens and num_kv_heads must divide num_heads, got "
+            f"num_hiddens={num_hiddens}, num_heads={num_heads}, num_kv_heads={kv}"
+        )
+    return 2 * num_layers * int(steps) * (num_hiddens // num_heads) * kv
+
+
+def matmul_flops(model: TinyLM, t: int, use_cache: bool) -> int:
+    """Floating-point operations in matrix products to produce the logits of
+    position t (0-based) given tokens 0..t.
+
+    With the cache, the model runs on token t alone against the stored keys and
+    values of tokens 0..t-1; without it, it reruns all t + 1 tokens. Counted
+    with ``torch.utils.flop_counter.FlopCounterMode`` (torch >= 2.1): every
+    matrix multiplication, 2 operations per multiply-add.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    if not isinstance(model, TinyLM):
+        raise TypeError(f"model must be a TinyLM, got {type(model).__name__}")
+    if isinstance(t, bool) or not isinstance(t, numbers.Integral) or not 0 <= t < model.max_len:
+        raise ValueError(f"t must be an integer in [0, {model.max_len - 1}], got {t!r}")
+    ids = torch.zeros(1, t + 1, dtype=torch.long)
+    with torch.no_grad():
+        cache = None
+        if use_cache:
+            cache = KVCache()
+            if t > 0:
+                model(ids[:, :t], cache)
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(ids[:, t:] if use_cache else ids, cache)
+    return int(counter.get_total_flops())
