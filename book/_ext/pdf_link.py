@@ -36,12 +36,24 @@ def _templates(app, config):
 
 def _offer(app):
     pdf = printed_book(app.srcdir)
+    app.config.attnbook_pdf_state = None
     if app.builder.name != "html" or not pdf.is_file():
         return
     context = dict(app.config.html_context or {})
     context["attnbook_pdf"] = NAME
     context["attnbook_pdf_size"] = size_label(pdf.stat().st_size)
     app.config.html_context = context
+    app.config.attnbook_pdf_state = context["attnbook_pdf_size"]
+
+
+def _every_page_when_the_link_changes(app, env, added, changed, removed):
+    """An incremental build rewrites only changed pages: when the PDF appears,
+    disappears or changes size, every page's sidebar must change too."""
+    state = app.config.attnbook_pdf_state
+    if getattr(env, "attnbook_pdf_state", None) == state:
+        return []
+    env.attnbook_pdf_state = state
+    return sorted(env.found_docs)
 
 
 def _copy(app, exception):
@@ -51,6 +63,8 @@ def _copy(app, exception):
 
 def setup(app):
     app.connect("config-inited", _templates)
+    app.add_config_value("attnbook_pdf_state", None, "env")
     app.connect("builder-inited", _offer)
+    app.connect("env-get-outdated", _every_page_when_the_link_changes)
     app.connect("build-finished", _copy)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
