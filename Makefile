@@ -86,7 +86,7 @@ book: $(STAMP) $(LIB_STAMP) $(KERNEL_PROFILE)
 # The whole book on paper: one HTML page (Jupyter Book's singlehtml builder,
 # same executed notebooks as `make book`), printed by headless Chromium with
 # each explorer as small multiples (tools/print_book.py), then checked.
-pdf: $(STAMP) $(LIB_STAMP) $(KERNEL_PROFILE)
+pdf: book
 	$(BUILD_BOOK) --builder custom --custom-builder singlehtml
 	$(BIN)/python -m tools.print_book
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_pdf.py
@@ -102,7 +102,7 @@ site: pdf
 # (what .ci/run runs): `make test`, then the widget tests under ipywidgets
 # 7.7.1 (Colab's), the browser suites, the real JupyterLab, the PDF, the
 # Colab-like run and nbval on other CPU code paths.
-TEST_PARTS := test-book lint test-lib test-notebooks
+TEST_PARTS := test-book lint test-lib
 ifeq ($(NB),)
 test: $(STAMP) $(KERNEL_PROFILE)
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_PARTS)
@@ -120,10 +120,12 @@ lint: $(STAMP)
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n 2 lib/tests
 
-# The built site's checks that need no browser (links, alt text, sizes,
-# notebook hygiene); the browser suites are `make test-browser`.
+# The website built from nbval's run (test-notebooks), then its checks that
+# need no browser (links, alt text, sizes, notebook hygiene); the browser
+# suites are `make test-browser`.
 BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.py
-test-book: $(STAMP) book
+test-book: test-notebooks
+	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests \
 	  --ignore=tests/test_jupyter.py --ignore=tests/test_pdf.py \
 	  $(addprefix --ignore=,$(BROWSER_TESTS))
@@ -133,14 +135,27 @@ test-book: $(STAMP) book
 test-browser: $(STAMP) book
 	$(BIN)/python -m pytest -p no:cacheprovider -q $(BROWSER_TESTS)
 
+# After `make test`, the rest two at a time: the browser suites spend much of
+# their time waiting on pages and kernels, so they share the cores with the
+# nbval and Colab-like runs. The website is built once, before either needs it.
+CHECK_PARTS := test-cpus test-browser test-jupyter colab pdf test-widgets-ipyw7
 check: test
-	$(MAKE) --no-print-directory test-widgets-ipyw7 test-browser test-jupyter pdf colab test-cpus
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECK_PARTS)
 
 test-jupyter: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_jupyter.py
 
-test-notebooks: $(STAMP) $(KERNEL_PROFILE)
-	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) $(NOTEBOOKS)
+# Strict nbval on every notebook, run as the book build runs them
+# (ATTNBOOK_STATIC=1: explorers in their website form, whose HTML alone is left
+# out of the comparison): each chapter is executed once, and the notebooks
+# nbval executed are filed in the book's execution cache for test-book
+# (tests/nbval_executed.py, tools/book_cache.py).
+EXECUTED := _build/nbval-executed
+test-notebooks: $(STAMP) $(KERNEL_PROFILE) $(LIB_STAMP)
+	rm -rf $(EXECUTED)
+	ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) \
+	  -p tests.nbval_executed --nbval-executed-into $(EXECUTED) $(NOTEBOOKS)
+	$(BIN)/python -m tools.book_cache $(EXECUTED)
 
 # Strict nbval again with other CPU code paths forced, so that a stored output
 # which holds only on this machine's kernels fails here and not on a reader's

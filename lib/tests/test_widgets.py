@@ -378,7 +378,8 @@ def test_mime_bundle_live_and_static(explorer, monkeypatch):
     assert view["model_id"] == explorer.widget.model_id
     assert "text/html" not in live
     monkeypatch.setenv(widgets.STATIC_ENV, "1")
-    static = explorer._repr_mimebundle_()
+    static, static_metadata = explorer._repr_mimebundle_()
+    assert static_metadata == {"text/html": {widgets.STATIC_MARKER: True}}
     assert "application/vnd.jupyter.widget-view+json" not in static
     assert static["text/html"] == explorer.to_html()
     assert static["text/plain"] == live["text/plain"] == repr(explorer)

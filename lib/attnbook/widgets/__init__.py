@@ -7,6 +7,7 @@ explorer; each explorer is one module of its own.
 
 from ._core import (
     STATIC_ENV,
+    STATIC_MARKER,
     Control,
     Explorer,
     Renderer,
@@ -38,6 +39,7 @@ __all__ = [
     "query_position_explorer",
     "DEFAULT_WIDTHS",
     "STATIC_ENV",
+    "STATIC_MARKER",
     "Control",
     "Explorer",
     "KernelWidthExplorer",
