@@ -34,15 +34,17 @@ def test_corpus_is_plain_prose_of_a_few_tens_of_kb():
 
 def test_package_data_lists_every_shipped_file():
     """A non-editable install (Colab, `make colab`) must carry lm_data: its files
-    are named by [tool.setuptools.package-data]. test_widgets.py, which `make
+    is a data package listed in [tool.setuptools] packages, its files named by
+    [tool.setuptools.package-data]. test_widgets.py, which `make
     test-widgets-ipyw7` runs against such an install, loads both."""
     tomllib = pytest.importorskip("tomllib")
-    config = tomllib.loads((LIB / "pyproject.toml").read_text())
-    globs = config["tool"]["setuptools"]["package-data"]["attnbook"]
+    setuptools = tomllib.loads((LIB / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "attnbook.lm_data" in setuptools["packages"]
+    globs = setuptools["package-data"]["attnbook.lm_data"]
     shipped = sorted(p.name for p in (LIB / "attnbook" / "lm_data").iterdir())
     assert shipped == [lm.CORPUS_FILE, lm.CHECKPOINT_FILE]
     for name in shipped:
-        assert any(Path("lm_data", name).match(pattern) for pattern in globs), name
+        assert any(Path(name).match(pattern) for pattern in globs), name
 
 
 def test_tokenizer_round_trip_and_vocabulary():
