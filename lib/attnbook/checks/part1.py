@@ -14,15 +14,69 @@ from ._core import (
     _QKV,
     _SCORING,
     CheckReport,
+    Mistake,
     _generator,
     _run,
     _see,
     _with_gradient,
+    knows,
 )
 
 # ---------------------------------------------------------------- Queries, Keys and Values
 
 
+def _softmax_shifted(X: torch.Tensor, shift: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    e = torch.exp(X - shift)
+    return e / e.sum(dim=dim, keepdim=True)
+
+
+@knows(
+    Mistake(
+        "no shift",
+        lambda X: torch.exp(X) / torch.exp(X).sum(dim=-1, keepdim=True),
+        "this looks like exp(X) / sum(exp(X)) with no shift: exp overflows to inf beyond "
+        "x = 88.7, and inf / inf is NaN; subtract each row's maximum first; "
+        + _see("Softmax without overflow", _QKV),
+    ),
+    Mistake(
+        "over the columns",
+        lambda X: _softmax_shifted(X, X.max(dim=0, keepdim=True).values, dim=0),
+        "this looks like a softmax over the first axis (dim=0): each column sums to 1, "
+        "but each row of scores is one query's and must sum to 1 over the last axis, "
+        "dim=-1; " + _see("From scores to weights", _QKV),
+    ),
+    Mistake(
+        "global maximum",
+        lambda X: _softmax_shifted(X, X.max()),
+        "this looks like one shift for the whole tensor (X.max()): rows far below the "
+        "largest score underflow to 0 / 0; shift each row by its own maximum, "
+        "X.max(dim=-1, keepdim=True).values; " + _see("Softmax without overflow", _QKV),
+    ),
+    Mistake(
+        "row minimum",
+        lambda X: _softmax_shifted(X, X.min(dim=-1, keepdim=True).values),
+        "this looks like a shift by each row's minimum: the other exponents are then "
+        "positive and overflow; only the row's maximum makes every exponent <= 0; "
+        + _see("Softmax without overflow", _QKV),
+    ),
+    Mistake(
+        "row mean",
+        lambda X: _softmax_shifted(X, X.mean(dim=-1, keepdim=True)),
+        "this looks like a shift by each row's mean: scores above the mean still "
+        "overflow; only the row's maximum makes every exponent <= 0; "
+        + _see("Softmax without overflow", _QKV),
+    ),
+    Mistake(
+        "divides by the maximum",
+        lambda X: (
+            torch.exp(X - X.max(dim=-1, keepdim=True).values)
+            / torch.exp(X - X.max(dim=-1, keepdim=True).values).max(dim=-1, keepdim=True).values
+        ),
+        "this looks like a division by the largest exponential instead of the sum: the "
+        "top weight is then 1 and the row sums to more than 1; "
+        + _see("From scores to weights", _QKV),
+    ),
+)
 def check_softmax(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
     """Check ``fn(X)``: softmax over the last axis of a (rows, columns) tensor.
 
@@ -72,7 +126,7 @@ def check_softmax(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
             "(not its minimum or mean); " + _see("Softmax without overflow", _QKV),
         ),
     ]
-    return _run("check_softmax", fn, cases)
+    return _run("check_softmax", fn, cases, mistakes=check_softmax.mistakes)
 
 
 def check_normalize(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
