@@ -8,7 +8,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from tools.site import NOTEBOOKS, config, page_weight, parse, require_site
+from tools.site import BOOK, NOTEBOOKS, config, page_weight, parse, require_site
 
 PAGE_BUDGET = 1024 * 1024  # an interactive page, HTML and frames together
 
@@ -80,11 +80,15 @@ def test_every_image_has_alt_text():
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_pages_have_a_colab_button(notebook):
+    # It opens the reader's edition (book/colab/, tools/readers_edition.py), never
+    # the MyST source, which Colab would show as raw text.
     repo = config()["repository"]
     slug = urlparse(repo["url"]).path.strip("/")
-    expected = f"https://colab.research.google.com/github/{slug}/blob/{repo['branch']}/book/{notebook.name}"
+    colab = f"https://colab.research.google.com/github/{slug}/blob/{repo['branch']}/book/"
     links = parse(require_site() / "book" / f"{notebook.stem}.html").links
-    assert expected in links
+    assert f"{colab}colab/{notebook.name}" in links
+    assert f"{colab}{notebook.name}" not in links
+    assert (BOOK / "colab" / notebook.name).exists()
 
 
 def test_install_cell_is_hidden_on_the_website():

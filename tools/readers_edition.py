@@ -280,39 +280,30 @@ def _options(lines: list[str]) -> dict[str, str]:
 
 
 def _latex_to_text(text: str) -> str:
-    text = re.sub(r"\\[`'^\"~=.uvHcdbtk]\{?([A-Za-z])\}?", r"\1", text)
-    return re.sub(r"[{}]", "", text).strip()
+    from pybtex.richtext import Text
+
+    return Text.from_latex(text).render_as("text").strip()
 
 
 def read_bib(path: Path) -> dict[str, tuple[str, str]]:
-    """Each entry's author text (as sphinxcontrib-bibtex's author-year style
-    writes it: "A", "A and B", "A et al.") and year."""
-    text = path.read_text()
+    """Each entry's author text, as sphinxcontrib-bibtex's author-year style
+    writes it ("A", "A and B", "A et al."), and its year (parsed by pybtex,
+    which sphinxcontrib-bibtex itself uses)."""
+    from pybtex.database import parse_file
+
     entries = {}
-    for match in re.finditer(r"@\w+\s*\{\s*([^,\s]+)\s*,(.*?)\n\}", text, re.S):
-        key, body = match.group(1), match.group(2)
-        fields = {
-            name.lower(): value
-            for name, value in re.findall(r"(\w+)\s*=\s*\{((?:[^{}]|\{[^{}]*\})*)\}", body)
-        }
-        people = [p.strip() for p in re.split(r"\s+and\s+", fields.get("author", "")) if p.strip()]
-        surnames = []
-        for person in people:
-            if "," in person:
-                surname = person.split(",")[0]
-            else:  # "First von Last": the last word (braces keep a group together)
-                words = re.findall(r"\{[^{}]*\}|\S+", person)
-                surname = words[-1] if words else person
-            surnames.append(_latex_to_text(surname))
+    for key, entry in parse_file(str(path), bib_format="bibtex").entries.items():
+        people = entry.persons.get("author") or entry.persons.get("editor") or []
+        surnames = [_latex_to_text(" ".join(p.prelast_names + p.last_names)) for p in people]
         if not surnames:
-            authors = _latex_to_text(fields.get("title", key))
+            authors = _latex_to_text(entry.fields.get("title", key))
         elif len(surnames) == 1:
             authors = surnames[0]
         elif len(surnames) == 2:
             authors = f"{surnames[0]} and {surnames[1]}"
         else:
             authors = f"{surnames[0]} et al."
-        entries[key] = (authors, _latex_to_text(fields.get("year", "n.d.")))
+        entries[key] = (authors, _latex_to_text(entry.fields.get("year", "n.d.")))
     return entries
 
 
@@ -381,6 +372,7 @@ class Converter:
         if unknown:
             raise ValueError(f"{self.page}: citation keys not in references.bib: {unknown}")
         refs = self.book.url("book/references")
+        keys.sort(key=lambda k: self.book.citations[k])  # the website's order
         if role in ("cite:t", "cite:ts"):
             parts = [f"{a} ({y})" for a, y in (self.book.citations[k] for k in keys)]
             return f"[{', '.join(parts)}]({refs})"
