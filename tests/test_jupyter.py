@@ -11,10 +11,13 @@ visible caption under it; no widget error ("Error displaying widget",
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tools.browser import Offline, chromium
 from tools.jupyter_lab import LabNotebook, explorer_notebooks, lab_server
+from tools.site import BOOK
 
 NOTEBOOKS = explorer_notebooks()
 STEPS = 3  # key presses per control
@@ -61,4 +64,49 @@ def test_explorers_redraw_in_jupyterlab(lab, notebook):
                     caption = lab_page.wait_caption_change(explorer, caption)
         assert lab_page.widget_errors() == []
     assert offline.blocked == [], f"requests to other hosts: {offline.blocked}"
+    assert offline.errors == [], f"console errors: {offline.errors}"
+
+
+# What raw MyST looks like in rendered text: a role or directive name in
+# braces, a label line, a directive fence.
+MYST_SHOWN = re.compile(
+    r"\{(?:ref|numref|eq|doc|cite(?::\w+)?|dropdown|admonition|note|figure)\}"
+    r"|^\s*\([\w:.-]+\)=\s*$|(?:`{3,}|:{3,})\{",
+    re.M,
+)
+MARKDOWN_TEXT_JS = """() => [...document.querySelectorAll('.jp-MarkdownCell .jp-MarkdownOutput')]
+    .map(el => el.textContent).join('\\n')"""
+HAS_MYST_JS = "() => window.jupyterapp.listPlugins().some(id => id.startsWith('jupyterlab-myst'))"
+
+
+@pytest.mark.parametrize(
+    ("notebook", "myst"),
+    [(BOOK / "colab" / "masked-softmax.ipynb", False), (BOOK / "masked-softmax.ipynb", True)],
+    ids=["readers-edition-without-jupyterlab-myst", "source-with-jupyterlab-myst"],
+)
+def test_chapter_reads_as_the_book(notebook, myst):
+    """A chapter shows no raw MyST and keeps each solution closed until its
+    summary is clicked: the reader's edition (what Colab opens) in a JupyterLab
+    without jupyterlab-myst, the source with it (what `make lab` shows)."""
+    disabled = () if myst else ("jupyterlab-myst",)
+    with lab_server([notebook], disabled_extensions=disabled) as (base, _), chromium() as browser:
+        with Offline(browser, viewport={"width": 1400, "height": 1000}) as offline:
+            lab_page = LabNotebook(offline, base, notebook.name)
+            page = lab_page.page
+            assert page.evaluate(HAS_MYST_JS) is myst
+            page.wait_for_timeout(2000)  # every Markdown cell rendered
+            text = page.evaluate(MARKDOWN_TEXT_JS)
+            assert len(text) > 3000, "the chapter's Markdown did not render"
+            raw = [m.group(0) for m in MYST_SHOWN.finditer(text)]
+            assert raw == [], f"raw MyST shown in {notebook.name}: {raw[:10]}"
+            solutions = page.locator(".jp-MarkdownCell details").filter(
+                has=page.locator("summary", has_text="Solution")
+            )
+            assert solutions.count() >= 3
+            first = solutions.first
+            body = first.locator("p").first
+            first.scroll_into_view_if_needed()
+            assert not body.is_visible(), "a solution is open before its summary is clicked"
+            first.locator("summary").first.click()
+            body.wait_for(state="visible", timeout=5000)
     assert offline.errors == [], f"console errors: {offline.errors}"

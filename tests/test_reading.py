@@ -222,7 +222,7 @@ EXPLORER_FIT_JS = """el => {
             scrolls: view.scrollWidth - view.clientWidth,
             right: box.right, screen: window.innerWidth,
             covered: !(probe && el.contains(probe)),
-            page: document.scrollingElement.scrollWidth - window.innerWidth};
+            page_scroll: document.scrollingElement.scrollWidth - window.innerWidth};
 }"""
 DESKTOP_WIDTHS = (1280, 1536, 1920)
 
@@ -265,7 +265,7 @@ def test_every_explorer_is_whole_on_a_desktop(browser, site_url, width):
                     and row["scrolls"] <= 1
                     and row["right"] <= row["screen"]
                     and not row["covered"]
-                    and row["page"] <= 1
+                    and row["page_scroll"] <= 1
                 )
                 if not whole:
                     cut.append({"page": path, **row})
