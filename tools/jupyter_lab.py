@@ -86,7 +86,7 @@ def lab_server(
         labconfig = tmp / "config" / "labconfig"
         labconfig.mkdir(parents=True)
         (labconfig / "page_config.json").write_text(
-            json.dumps({"disabledExtensions": {name: True for name in disabled_extensions}})
+            json.dumps({"disabledExtensions": dict.fromkeys(disabled_extensions, True)})
         )
         settings = tmp / "settings" / "@jupyterlab" / "notebook-extension"
         settings.mkdir(parents=True)
