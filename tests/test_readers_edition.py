@@ -245,6 +245,31 @@ def test_converter_on_a_handmade_cell():
     assert "$$ (eq-a)" not in text
 
 
+def test_converter_on_the_rarer_directives():
+    """Constructs no chapter uses yet, as a new chapter might: an admonition
+    dropdown, a figure directive, an equation reference, {math}, {doc}, amsmath."""
+    book = readers_edition.scan_book()
+    book.targets["eq-b"] = readers_edition.Target(
+        "book/masked-softmax", "equation-eq-b", "", "equation", 3
+    )
+    convert = readers_edition.Converter(book, "book/masked-softmax").markdown
+    text = convert(
+        ":::{admonition} Going deeper: why\n:class: dropdown\nHidden {math}`x^2`.\n:::\n\n"
+        "```{figure} img/desk-cues.svg\n:name: fig-desk-cues\n:alt: A desk\n\nThe desk.\n```\n\n"
+        "By {eq}`eq-b`, see {doc}`intro`.\n\n\\begin{align}\na &= b\n\\end{align}\n"
+    )
+    rendered = RENDER.render(text)
+    assert _closed_details(rendered) == ["Going deeper: why"]
+    assert "$x^2$" in text
+    assert (
+        "![A desk](https://raw.githubusercontent.com/" in text and "book/img/desk-cues.svg)" in text
+    )
+    assert "**Figure 1.** The desk." in text
+    assert "By (3), see [Attention, Interactively](" in text
+    assert "$$\n\\begin{align}\na &= b\n\\end{align}\n$$" in text
+    assert not FENCE_SHOWN.search(rendered) and not ROLE_SHOWN.search(rendered)
+
+
 if __name__ == "__main__":
     for title, paths in (
         ("sources (book/*.ipynb)", NOTEBOOKS),
