@@ -258,6 +258,10 @@ def scan_book(root: Path = ROOT) -> Book:
                     first_heading = False
                     pending = []
                 elif line.strip():
+                    # A label before a paragraph, figure or list: {ref} to it must
+                    # give its own text, as Sphinx requires.
+                    for name in pending:
+                        book.targets.setdefault(name, Target(page, name, "", "section"))
                     pending = []
     book.citations = read_bib(root / "book" / "references.bib")
     return book
