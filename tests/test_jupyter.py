@@ -7,6 +7,11 @@ menus by choosing the next option (a closed menu ignores keys in JupyterLab in
 headless Chromium). Each move must load a new picture and change the one
 visible caption under it; no widget error ("Error displaying widget",
 "model not found"), no console error, no request to another host.
+
+One chapter is also read as a student meets it: its reader's edition
+(book/colab/, what Colab opens) in a JupyterLab with jupyterlab-myst switched
+off, and its MyST source with jupyterlab-myst (what `make lab` shows). Neither
+may show raw MyST, and a solution stays hidden until its summary is clicked.
 """
 
 from __future__ import annotations
@@ -95,7 +100,7 @@ def test_chapter_reads_as_the_book(notebook, myst):
     without jupyterlab-myst, the source with it (what `make lab` shows)."""
     disabled = () if myst else ("jupyterlab-myst",)
     with (
-        lab_server([notebook], disabled_extensions=disabled) as (base, _),
+        lab_server([notebook], disabled_extensions=disabled, render_all=True) as (base, _),
         chromium() as browser,
         Offline(browser, viewport={"width": 1400, "height": 1000}) as offline,
     ):

@@ -54,14 +54,15 @@ def lab_server(
     notebooks: list[Path],
     extra: dict[str, nbformat.NotebookNode] | None = None,
     disabled_extensions: tuple[str, ...] = (),
+    render_all: bool = False,
 ):
     """Yield (base URL, folder) of a JupyterLab serving copies of ``notebooks``.
 
     ``extra`` maps file names to notebooks written into the folder as well.
     ``disabled_extensions`` names lab extensions this server leaves off (its own
     page config, e.g. ``("jupyterlab-myst",)`` to see a notebook as a JupyterLab
-    without that extension shows it). Every cell is kept rendered (no windowing),
-    so a test can read the whole notebook from the page.
+    without that extension shows it). ``render_all`` keeps every cell rendered
+    (no windowing), so that a test can read the whole notebook from the page.
     """
     with tempfile.TemporaryDirectory(prefix="attnbook-lab-") as tmp:
         tmp = Path(tmp)
@@ -90,7 +91,10 @@ def lab_server(
         )
         settings = tmp / "settings" / "@jupyterlab" / "notebook-extension"
         settings.mkdir(parents=True)
-        (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+        if render_all:
+            (settings / "tracker.jupyterlab-settings").write_text(
+                json.dumps({"windowingMode": "none"})
+            )
         port = free_port()
         command = [
             sys.executable,

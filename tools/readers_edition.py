@@ -488,7 +488,7 @@ class Converter:
                     if first_code
                     else "Check: the numbers in the text are what the code computes",
                 )
-            elif {"hide-input", "hide-cell"} & set(tags):
+            elif {"hide-input", "hide-cell", "remove-input"} & set(tags):
                 fold(cell, title="Code (folded, as on the website)")
             cells.append(cell)
             figure = cell.metadata.get("mystnb", {}).get("figure", {})
