@@ -13,6 +13,9 @@ STAMP := $(VENV)/.installed
 COLAB_VENV := .venv-colab
 COLAB_STAMP := $(COLAB_VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
+# The reader's edition (what Colab, GitHub and the Colab buttons open):
+# generated from NOTEBOOKS by tools/readers_edition.py into book/colab/.
+EDITIONS := $(patsubst book/%,book/colab/%,$(NOTEBOOKS))
 # `make test NB=book/masked-softmax.ipynb` checks one notebook only.
 NB ?=
 NBVAL := -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p tests.nbval_report
@@ -22,6 +25,7 @@ PORT ?= 8000
 
 .PHONY: help install colab-env lint book site test check test-lib test-book test-browser \
         test-notebooks test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
+        readers-edition \
         lm-checkpoint
 
 help:
@@ -32,6 +36,7 @@ help:
 	@echo "make colab      run every notebook alone in a Colab-like environment"
 	@echo "make lab        open the chapters in JupyterLab"
 	@echo "make notebooks  re-execute notebooks in place (NB=... for one) to accept changes"
+	@echo "make readers-edition  regenerate book/colab/ (what Colab opens) from the chapters"
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
 	@echo "make test-jupyter  drive every explorer with the keyboard in a real JupyterLab"
 	@echo "make test-cpus  strict nbval again with other CPU code paths forced (NB=... for one)"
@@ -178,14 +183,21 @@ test-cpus: $(STAMP) $(KERNEL_PROFILE)
 test-widgets-ipyw7: colab-env
 	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py
 
+# Colab opens the reader's edition, so that is what runs here.
 colab: colab-env
-	$(COLAB_VENV)/bin/python tools/colab_run.py $(NOTEBOOKS)
+	$(COLAB_VENV)/bin/python tools/colab_run.py $(EDITIONS)
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/
 
 notebooks: $(STAMP) $(KERNEL_PROFILE)
 	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python tools/nbtools.py execute $(or $(NB),$(NOTEBOOKS))
+	$(BIN)/python tools/readers_edition.py
+
+# The reader's edition of every chapter (book/colab/, a second or two): run it
+# after editing a chapter's text; `make test` fails while it is out of date.
+readers-edition: $(STAMP)
+	$(BIN)/python tools/readers_edition.py
 
 serve:
 	@test -f _build/html/index.html || { echo "run 'make book' first"; exit 1; }

@@ -7,14 +7,22 @@ menus by choosing the next option (a closed menu ignores keys in JupyterLab in
 headless Chromium). Each move must load a new picture and change the one
 visible caption under it; no widget error ("Error displaying widget",
 "model not found"), no console error, no request to another host.
+
+One chapter is also read as a student meets it: its reader's edition
+(book/colab/, what Colab opens) in a JupyterLab with jupyterlab-myst switched
+off, and its MyST source with jupyterlab-myst (what `make lab` shows). Neither
+may show raw MyST, and a solution stays hidden until its summary is clicked.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from tools.browser import Offline, chromium
 from tools.jupyter_lab import LabNotebook, explorer_notebooks, lab_server
+from tools.site import BOOK
 
 NOTEBOOKS = explorer_notebooks()
 STEPS = 3  # key presses per control
@@ -62,3 +70,57 @@ def test_explorers_redraw_in_jupyterlab(lab, notebook):
         assert lab_page.widget_errors() == []
     assert offline.blocked == [], f"requests to other hosts: {offline.blocked}"
     assert offline.errors == [], f"console errors: {offline.errors}"
+
+
+# What raw MyST looks like in rendered text: a role or directive name in
+# braces, a label line, a directive fence.
+MYST_SHOWN = re.compile(
+    r"\{(?:ref|numref|eq|doc|cite(?::\w+)?|dropdown|admonition|note|figure)\}"
+    r"|^\s*\([\w:.-]+\)=\s*$|(?:`{3,}|:{3,})\{",
+    re.M,
+)
+# A Markdown cell's rendering: JupyterLab's own (.jp-MarkdownOutput) or jupyterlab-myst's (.myst).
+MARKDOWN_TEXT_JS = """() => [...document.querySelectorAll(
+        '.jp-MarkdownCell .jp-MarkdownOutput, .jp-MarkdownCell .myst')]
+    .map(el => el.textContent).join('\\n')"""
+# jupyterlab-myst sees one notebook at a time: a {ref} to another chapter's
+# label shows the label's name and logs this (the reader's edition links it).
+UNRESOLVED_REF = "Cross reference target was not found: chap-"
+HAS_MYST_JS = "() => window.jupyterapp.listPlugins().some(id => id.startsWith('jupyterlab-myst'))"
+
+
+@pytest.mark.parametrize(
+    ("notebook", "myst"),
+    [(BOOK / "colab" / "masked-softmax.ipynb", False), (BOOK / "masked-softmax.ipynb", True)],
+    ids=["readers-edition-without-jupyterlab-myst", "source-with-jupyterlab-myst"],
+)
+def test_chapter_reads_as_the_book(notebook, myst):
+    """A chapter shows no raw MyST and keeps each solution closed until its
+    summary is clicked: the reader's edition (what Colab opens) in a JupyterLab
+    without jupyterlab-myst, the source with it (what `make lab` shows)."""
+    disabled = () if myst else ("jupyterlab-myst",)
+    with (
+        lab_server([notebook], disabled_extensions=disabled, render_all=True) as (base, _),
+        chromium() as browser,
+        Offline(browser, viewport={"width": 1400, "height": 1000}) as offline,
+    ):
+        lab_page = LabNotebook(offline, base, notebook.name)
+        page = lab_page.page
+        assert page.evaluate(HAS_MYST_JS) is myst
+        page.wait_for_timeout(2000)  # every Markdown cell rendered
+        text = page.evaluate(MARKDOWN_TEXT_JS)
+        assert len(text) > 3000, "the chapter's Markdown did not render"
+        raw = [m.group(0) for m in MYST_SHOWN.finditer(text)]
+        assert raw == [], f"raw MyST shown in {notebook.name}: {raw[:10]}"
+        solutions = page.locator(".jp-MarkdownCell details").filter(
+            has=page.locator("summary", has_text="Solution")
+        )
+        assert solutions.count() >= 3
+        first = solutions.first
+        body = first.locator("p").first
+        first.scroll_into_view_if_needed()
+        assert not body.is_visible(), "a solution is open before its summary is clicked"
+        first.locator("summary").first.click()
+        body.wait_for(state="visible", timeout=5000)
+    errors = [e for e in offline.errors if not (myst and e.startswith(UNRESOLVED_REF))]
+    assert errors == [], f"console errors: {errors}"

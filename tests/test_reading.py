@@ -206,3 +206,68 @@ def test_dark_mode_pictures_are_not_dimmed(browser, site_url, page_path):
                     assert red + green + blue > 3 * 150, f"dark text on a dark page: {colour}"
     light, dark = mean_luminance(shots["light"]), mean_luminance(shots["dark"])
     assert dark >= 0.97 * light, f"picture dimmed in dark mode: {dark:.0f} vs {light:.0f}"
+
+
+# Each explorer on a desktop: the width its picture needs, the width its box
+# shows, whether the box scrolls sideways, whether the picture's right edge is
+# on screen and not covered (the theme's in-page table of contents sits in the
+# margin that a wide explorer grows into, and must give way), and how far the
+# page itself scrolls sideways.
+EXPLORER_FIT_JS = """el => {
+    const view = el.querySelector('.attnbook-view');
+    const stage = view.firstElementChild;
+    const box = stage.getBoundingClientRect();
+    const probe = document.elementFromPoint(box.right - 3, box.top + box.height / 2);
+    return {needed: stage.offsetWidth, visible: view.clientWidth,
+            scrolls: view.scrollWidth - view.clientWidth,
+            right: box.right, screen: window.innerWidth,
+            covered: !(probe && el.contains(probe)),
+            page_scroll: document.scrollingElement.scrollWidth - window.innerWidth};
+}"""
+DESKTOP_WIDTHS = (1280, 1536, 1920)
+
+
+def explorer_fits(page) -> list[dict]:
+    """EXPLORER_FIT_JS for every explorer of the open page, each scrolled into view."""
+    rows = []
+    explorers = page.locator(".bd-content .attnbook-explorer")
+    for i in range(explorers.count()):
+        explorer = explorers.nth(i)
+        explorer.scroll_into_view_if_needed()
+        page.evaluate(SETTLED_JS)  # the table of contents' fade has run
+        page.wait_for_timeout(300)
+        rows.append(explorer.evaluate(EXPLORER_FIT_JS))
+    return rows
+
+
+def explorer_pages() -> list[str]:
+    return [
+        path
+        for path in built_pages()
+        if "attnbook-explorer" in (SITE / path).read_text(encoding="utf-8")
+    ]
+
+
+@pytest.mark.parametrize("width", DESKTOP_WIDTHS)
+def test_every_explorer_is_whole_on_a_desktop(browser, site_url, width):
+    """At 1280, 1536 and 1920 px no explorer is cut off or scrolls sideways
+    (book/_ext/wide_explorers.py lets the wide ones use the page margin)."""
+    cut = []
+    measured = 0
+    for path in explorer_pages():
+        viewport = {"width": width, "height": 900}
+        with Offline(browser, viewport=viewport) as offline:
+            offline.page.goto(f"{site_url}/{path}", wait_until="load")
+            for row in explorer_fits(offline.page):
+                measured += 1
+                whole = (
+                    row["visible"] >= row["needed"]
+                    and row["scrolls"] <= 1
+                    and row["right"] <= row["screen"]
+                    and not row["covered"]
+                    and row["page_scroll"] <= 1
+                )
+                if not whole:
+                    cut.append({"page": path, **row})
+    assert measured >= 11, f"only {measured} explorers found"
+    assert cut == [], f"explorers not whole at {width}px: {cut}"

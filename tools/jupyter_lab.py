@@ -50,10 +50,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def lab_server(notebooks: list[Path], extra: dict[str, nbformat.NotebookNode] | None = None):
+def lab_server(
+    notebooks: list[Path],
+    extra: dict[str, nbformat.NotebookNode] | None = None,
+    disabled_extensions: tuple[str, ...] = (),
+    render_all: bool = False,
+):
     """Yield (base URL, folder) of a JupyterLab serving copies of ``notebooks``.
 
     ``extra`` maps file names to notebooks written into the folder as well.
+    ``disabled_extensions`` names lab extensions this server leaves off (its own
+    page config, e.g. ``("jupyterlab-myst",)`` to see a notebook as a JupyterLab
+    without that extension shows it). ``render_all`` keeps every cell rendered
+    (no windowing), so that a test can read the whole notebook from the page.
     """
     with tempfile.TemporaryDirectory(prefix="attnbook-lab-") as tmp:
         tmp = Path(tmp)
@@ -75,6 +84,17 @@ def lab_server(notebooks: list[Path], extra: dict[str, nbformat.NotebookNode] | 
             "JUPYTER_PLATFORM_DIRS": "1",
         }
         env.pop("ATTNBOOK_STATIC", None)  # live widgets, not the website's fragments
+        labconfig = tmp / "config" / "labconfig"
+        labconfig.mkdir(parents=True)
+        (labconfig / "page_config.json").write_text(
+            json.dumps({"disabledExtensions": dict.fromkeys(disabled_extensions, True)})
+        )
+        settings = tmp / "settings" / "@jupyterlab" / "notebook-extension"
+        settings.mkdir(parents=True)
+        if render_all:
+            (settings / "tracker.jupyterlab-settings").write_text(
+                json.dumps({"windowingMode": "none"})
+            )
         port = free_port()
         command = [
             sys.executable,
@@ -94,6 +114,7 @@ def lab_server(notebooks: list[Path], extra: dict[str, nbformat.NotebookNode] | 
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             "--LabApp.extension_manager=readonly",
             "--LabServerApp.workspaces_dir=" + str(tmp / "workspaces"),
+            "--LabServerApp.user_settings_dir=" + str(tmp / "settings"),
         ]
         log = (tmp / "server.log").open("w")
         server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)

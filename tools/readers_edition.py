@@ -1,0 +1,629 @@
+"""The reader's edition: every chapter notebook as Colab, GitHub and a plain
+JupyterLab show it (`make readers-edition`, also run by `make notebooks`).
+
+    python tools/readers_edition.py            # write book/colab/NAME.ipynb for every chapter
+    python tools/readers_edition.py --check    # exit 1 (naming the stale files) if any is out of date
+
+Why a generated edition. The chapters are written in MyST Markdown, which the
+website and the PDF need: numbered figures, cross-references, citations,
+solution dropdowns. Colab, GitHub's notebook viewer, nbviewer and a JupyterLab
+without extensions render notebook Markdown as CommonMark with HTML, where
+MyST shows as raw text and a dropdown is an open code block. Rather than
+write the chapters twice, or give the website up for the lowest common
+Markdown, this tool derives a "reader's edition" of every ``book/NAME.ipynb``
+into ``book/colab/NAME.ipynb``, in the repository's own tree (a fork gets it
+with no extra workflow), and the Colab buttons and the README open that.
+``tests/test_readers_edition.py`` fails when an edition is out of date with
+its source, and renders each edition as CommonMark to prove it reads right.
+
+What changes, in Markdown cells:
+
+* ``(label)=`` lines and ``% comments`` go; ``{ref}`` becomes a link to the
+  section on the published website (GitHub Pages of the repository named in
+  ``_config.yml``: ``https://OWNER.github.io/REPO/book/PAGE.html#label``),
+  chosen over a link to the sibling notebook because Colab cannot follow a
+  relative link between notebooks, while the website page works everywhere;
+* ``{numref}`` becomes "Figure N" (the number the website shows: Sphinx
+  numbers figures through the whole book in reading order while no section
+  is numbered), linked when the figure is on another page; ``{eq}`` "(N)";
+* ``{cite}``/``{cite:p}`` become "(Vaswani et al., 2017)", ``{cite:t}``
+  "Vaswani et al. (2017)", from ``book/references.bib`` the way
+  sphinxcontrib-bibtex's author-year style names authors, linked to the
+  references page; ``{doc}`` a link; ``{math}`` ``$...$``; any other role its
+  text;
+* dropdowns (``{dropdown}``, ``{admonition}`` with ``:class: dropdown``)
+  become closed ``<details><summary>Title</summary>``; other admonitions a
+  quoted block with a bold title; ``{figure}``/``{image}`` a Markdown image
+  with a visible caption; ``{math}`` and bare amsmath environments ``$$``
+  blocks; ``$$ ... $$ (label)`` loses its label.
+
+In code cells: a figure caption kept in ``mystnb.figure`` metadata becomes a
+Markdown cell "**Figure N.** caption" right after its cell; solution cells
+(tag ``solution``) keep ``jupyter.source_hidden`` (JupyterLab) and get Colab's
+form fold (``cellView: form``, with their ``# @title`` first line) and
+collapsed outputs; cells the website removes (tag ``remove-cell``: the
+install cell, hidden checks) stay, since they must run, but fold the same way
+under a title. Outputs are copied as stored. The output is deterministic:
+writing twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+OUT = BOOK / "colab"
+EDITION_NOTE = "reader's edition"
+
+LABEL_LINE = re.compile(r"^\(([^()\s]+)\)=\s*$")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+ROLE = re.compile(r"\{([a-zA-Z][\w:+-]*)\}`([^`]*)`")
+FENCE_OPEN = re.compile(r"^(\s*)(`{3,}|~{3,}|:{3,})\s*(\{([\w:-]+)\})?\s*(.*?)\s*$")
+EQ_LABEL = re.compile(r"(\$\$)\s*\(([^()\s]+)\)\s*$")
+AMSMATH = re.compile(r"^\s*\\begin\{(equation|multline|gather|align|alignat|flalign|eqnarray)\*?\}")
+ADMONITIONS = {
+    "note": "Note",
+    "tip": "Tip",
+    "hint": "Hint",
+    "important": "Important",
+    "warning": "Warning",
+    "caution": "Caution",
+    "attention": "Attention",
+    "danger": "Danger",
+    "error": "Error",
+    "seealso": "See also",
+}
+
+
+def site_url(config: dict) -> str:
+    """The published website: GitHub Pages' project site of the repository."""
+    url = config["repository"]["url"].rstrip("/")
+    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(\.git)?", url)
+    if not match:
+        raise ValueError(f"repository url {url!r} is not https://github.com/OWNER/REPO")
+    owner, repo = match.group(1), match.group(2)
+    if repo.lower() == f"{owner.lower()}.github.io":  # a user site sits at the root
+        return f"https://{repo.lower()}/"
+    return f"https://{owner.lower()}.github.io/{repo}/"
+
+
+def raw_url(config: dict) -> str:
+    """Where GitHub serves the repository's files (for images in the edition)."""
+    url = config["repository"]["url"].rstrip("/").removesuffix(".git")
+    return url.replace("https://github.com/", "https://raw.githubusercontent.com/") + (
+        f"/{config['repository']['branch']}/"
+    )
+
+
+def toc_pages(root: Path = ROOT) -> list[str]:
+    """Every page in reading order, as paths without suffix ("book/intro", ...)."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    parts = toc.get("parts") or [{"chapters": toc.get("chapters", [])}]
+    pages = [toc["root"]]
+    for part in parts:
+        for entry in part.get("chapters", []):
+            pages.append(entry["file"])
+            pages.extend(section["file"] for section in entry.get("sections", []))
+    return pages
+
+
+def plain_title(text: str) -> str:
+    """A heading as text: Markdown emphasis and code marks dropped."""
+    text = ROLE.sub(lambda m: _role_text(m.group(2)), text)
+    return re.sub(r"[*_`]", "", text).strip()
+
+
+def _role_text(content: str) -> str:
+    """What a role shows when it has an explicit title: "title <target>" -> title."""
+    match = re.fullmatch(r"\s*(.*?)\s*<([^<>]+)>\s*", content, re.S)
+    return match.group(1) if match else content
+
+
+@dataclass
+class Target:
+    page: str  # "book/masked-softmax"
+    anchor: str  # "" for a page's title
+    title: str
+    kind: str  # "section", "figure", "equation"
+    number: int | None = None
+
+
+@dataclass
+class Book:
+    """What a reference can point at, across the whole book."""
+
+    site: str
+    raw: str
+    targets: dict[str, Target] = field(default_factory=dict)
+    citations: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (authors, year)
+    pages: list[str] = field(default_factory=list)
+
+    def url(self, page: str, anchor: str = "") -> str:
+        return f"{self.site}{page}.html" + (f"#{anchor}" if anchor else "")
+
+
+def _markdown_sources(path: Path) -> list[tuple[str, dict | None]]:
+    """(Markdown text, None) blocks of a page; code cells as ("", metadata)."""
+    if path.suffix == ".md":
+        return [(path.read_text(), None)]
+    nb = json.loads(path.read_text())
+    blocks = []
+    for cell in nb["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] == "markdown":
+            blocks.append((source, None))
+        elif cell["cell_type"] == "code":
+            blocks.append(("", cell.get("metadata", {})))
+    return blocks
+
+
+def scan_book(root: Path = ROOT) -> Book:
+    """Index every label, figure and equation of the book, in reading order.
+
+    Figures are numbered as Sphinx's numfig does when no section is numbered
+    (this book's table of contents numbers none): one counter through every
+    page in reading order. Equations are numbered per page.
+    """
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    book = Book(site=site_url(config), raw=raw_url(config), pages=toc_pages(root))
+    figure_number = 0
+    for page in book.pages:
+        path = next(
+            (
+                root / f"{page}{suffix}"
+                for suffix in (".ipynb", ".md")
+                if (root / f"{page}{suffix}").exists()
+            ),
+            None,
+        )
+        if path is None:
+            continue
+        equation_number = 0
+        pending: list[str] = []
+        first_heading = True
+        for text, metadata in _markdown_sources(path):
+            if metadata is not None:
+                figure = metadata.get("mystnb", {}).get("figure", {})
+                if figure.get("caption") or figure.get("name"):
+                    figure_number += 1
+                    if figure.get("name"):
+                        book.targets[figure["name"]] = Target(
+                            page, figure["name"], figure.get("caption", ""), "figure", figure_number
+                        )
+                continue
+            in_code = None
+            open_directives: list[str] = []
+            lines = text.splitlines()
+            for index, line in enumerate(lines):
+                fence = FENCE_OPEN.match(line)
+                if in_code:
+                    if _closes(in_code, line):
+                        in_code = None
+                    continue
+                if open_directives and _closes(open_directives[-1], line):
+                    open_directives.pop()
+                    continue
+                if fence and fence.group(4):
+                    open_directives.append(fence.group(2))
+                elif fence and fence.group(2)[0] != ":":
+                    in_code = fence.group(2)
+                    continue
+                if fence and fence.group(4) in ("figure", "image"):
+                    figure_number += fence.group(4) == "figure"
+                    options = _options(lines[index + 1 :])
+                    if "name" in options:
+                        book.targets[options["name"]] = Target(
+                            page,
+                            options["name"],
+                            "",
+                            "figure",
+                            figure_number if fence.group(4) == "figure" else None,
+                        )
+                    continue
+                if fence and fence.group(4) == "math":
+                    options = _options(lines[index + 1 :])
+                    if "label" in options:
+                        equation_number += 1
+                        book.targets[options["label"]] = Target(
+                            page, f"equation-{options['label']}", "", "equation", equation_number
+                        )
+                    continue
+                eq = EQ_LABEL.search(line)
+                if eq:
+                    equation_number += 1
+                    book.targets[eq.group(2)] = Target(
+                        page, f"equation-{eq.group(2)}", "", "equation", equation_number
+                    )
+                    continue
+                label = LABEL_LINE.match(line)
+                if label:
+                    pending.append(label.group(1))
+                    continue
+                heading = HEADING.match(line)
+                if heading:
+                    title = plain_title(heading.group(2))
+                    for name in pending:
+                        anchor = "" if first_heading else name
+                        book.targets[name] = Target(page, anchor, title, "section")
+                    first_heading = False
+                    pending = []
+                elif line.strip():
+                    # A label before a paragraph, figure or list: {ref} to it must
+                    # give its own text, as Sphinx requires.
+                    for name in pending:
+                        book.targets.setdefault(name, Target(page, name, "", "section"))
+                    pending = []
+    book.citations = read_bib(root / "book" / "references.bib")
+    return book
+
+
+def _closes(fence: str, line: str) -> bool:
+    """Whether ``line`` closes a fence opened with ``fence`` (CommonMark's rule)."""
+    return re.match(rf"^\s*{re.escape(fence[0])}{{{len(fence)},}}\s*$", line) is not None
+
+
+def _options(lines: list[str]) -> dict[str, str]:
+    """A directive's ``:key: value`` options (the lines right after its fence)."""
+    options = {}
+    for line in lines:
+        match = re.match(r"^\s*:([\w-]+):\s*(.*?)\s*$", line)
+        if not match:
+            break
+        options[match.group(1)] = match.group(2)
+    return options
+
+
+def _latex_to_text(text: str) -> str:
+    from pybtex.richtext import Text
+
+    return Text.from_latex(text).render_as("text").strip()
+
+
+def read_bib(path: Path) -> dict[str, tuple[str, str]]:
+    """Each entry's author text, as sphinxcontrib-bibtex's author-year style
+    writes it ("A", "A and B", "A et al."), and its year (parsed by pybtex,
+    which sphinxcontrib-bibtex itself uses)."""
+    from pybtex.database import parse_file
+
+    entries = {}
+    for key, entry in parse_file(str(path), bib_format="bibtex").entries.items():
+        people = entry.persons.get("author") or entry.persons.get("editor") or []
+        surnames = [_latex_to_text(" ".join(p.prelast_names + p.last_names)) for p in people]
+        if not surnames:
+            authors = _latex_to_text(entry.fields.get("title", key))
+        elif len(surnames) == 1:
+            authors = surnames[0]
+        elif len(surnames) == 2:
+            authors = f"{surnames[0]} and {surnames[1]}"
+        else:
+            authors = f"{surnames[0]} et al."
+        entries[key] = (authors, _latex_to_text(entry.fields.get("year", "n.d.")))
+    return entries
+
+
+class Converter:
+    """Turns one page's MyST Markdown into CommonMark with HTML."""
+
+    def __init__(self, book: Book, page: str):
+        self.book = book
+        self.page = page
+
+    # -- inline roles -------------------------------------------------------
+    def role(self, match: re.Match) -> str:
+        name, content = match.group(1), match.group(2)
+        if name in ("ref", "numref", "eq", "doc"):
+            return self.reference(name, content)
+        if name.startswith("cite"):
+            return self.cite(name, content)
+        if name == "math":
+            return f"${content}$"
+        if name in ("code", "literal", "samp", "file", "command"):
+            return f"`{content}`"
+        return _role_text(content)
+
+    def _target(self, name: str, content: str) -> tuple[str | None, str]:
+        match = re.fullmatch(r"\s*(.*?)\s*<([^<>]+)>\s*", content, re.S)
+        if match:
+            return match.group(1), match.group(2).strip()
+        return None, content.strip()
+
+    def reference(self, role: str, content: str) -> str:
+        text, label = self._target(role, content)
+        if role == "doc":
+            page = label.removesuffix(".md").removesuffix(".ipynb")
+            if not page.startswith("/"):
+                page = str(Path(self.page).parent / page)
+            page = page.lstrip("/")
+            heading = next(
+                (t.title for t in self.book.targets.values() if t.page == page and not t.anchor),
+                page,
+            )
+            return f"[{text or heading}]({self.book.url(page)})"
+        target = self.book.targets.get(label)
+        if target is None:
+            raise ValueError(f"{self.page}: {{{role}}} to unknown label {label!r}")
+        if role == "eq":
+            shown = f"({target.number})"
+        elif role == "numref":
+            noun = {"figure": "Figure", "equation": "Equation"}.get(target.kind, "Section")
+            number = str(target.number) if target.number is not None else target.title
+            shown = (
+                text.replace("%s", number)
+                .replace("{number}", number)
+                .replace("{name}", target.title)
+                if text
+                else f"{noun} {number}"
+            )
+        else:
+            shown = text or target.title or label
+        if target.page == self.page and role in ("numref", "eq"):
+            return shown  # on the same page: the number is enough
+        return f"[{shown}]({self.book.url(target.page, target.anchor)})"
+
+    def cite(self, role: str, content: str) -> str:
+        keys = [key.strip() for key in content.split(",") if key.strip()]
+        unknown = [key for key in keys if key not in self.book.citations]
+        if unknown:
+            raise ValueError(f"{self.page}: citation keys not in references.bib: {unknown}")
+        refs = self.book.url("book/references")
+        keys.sort(key=lambda k: self.book.citations[k])  # the website's order
+        if role in ("cite:t", "cite:ts"):
+            parts = [f"{a} ({y})" for a, y in (self.book.citations[k] for k in keys)]
+            return f"[{', '.join(parts)}]({refs})"
+        parts = [f"{a}, {y}" for a, y in (self.book.citations[k] for k in keys)]
+        return f"([{', '.join(parts)}]({refs}))"
+
+    def inline(self, text: str) -> str:
+        text = ROLE.sub(self.role, text)
+        # MyST links to a label: [text](label), [text](#label), [text](<label>)
+        return re.sub(r"\]\(<?#?([\w:.-]+)>?\)", self._link, text)
+
+    def _link(self, match: re.Match) -> str:
+        label = match.group(1)
+        target = self.book.targets.get(label)
+        if target is None or "." in label and label.endswith((".md", ".ipynb")):
+            page = re.sub(r"\.(md|ipynb)$", "", label)
+            if page != label:
+                return f"]({self.book.url(str(Path(self.page).parent / page))})"
+            return match.group(0)
+        return f"]({self.book.url(target.page, target.anchor)})"
+
+    # -- blocks ---------------------------------------------------------------
+    def markdown(self, text: str) -> str:
+        out: list[str] = []
+        lines = text.split("\n")
+        index = 0
+        while index < len(lines):
+            line = lines[index]
+            fence = FENCE_OPEN.match(line)
+            if fence and (fence.group(4) or fence.group(2)[0] != ":"):
+                body, index = _fenced_body(lines, index, fence.group(2))
+                if fence.group(4):
+                    out.append(self.directive(fence.group(4), fence.group(5), body, fence.group(1)))
+                else:
+                    out.extend([line, *body, fence.group(1) + fence.group(2)])
+                continue
+            if AMSMATH.match(line) and not _inside_math(out):
+                env = AMSMATH.match(line).group(1)
+                end = index
+                while end < len(lines) and not re.search(rf"\\end\{{{env}\*?\}}", lines[end]):
+                    end += 1
+                out.extend(["$$", *lines[index : end + 1], "$$"])
+                index = end + 1
+                continue
+            if LABEL_LINE.match(line) or re.match(r"^%", line) or line.strip() == "+++":
+                index += 1
+                continue
+            line = EQ_LABEL.sub(r"\1", line)
+            out.append(self.inline(line))
+            index += 1
+        return "\n".join(out).strip("\n")
+
+    def directive(self, name: str, argument: str, body: list[str], indent: str) -> str:
+        options = _options(body)
+        body = body[len(options) :]
+        if body and body[0].strip() == "---":  # YAML options block
+            end = next((i for i, b in enumerate(body[1:], 1) if b.strip() == "---"), 0)
+            options.update(yaml.safe_load("\n".join(body[1:end])) or {})
+            body = body[end + 1 :]
+        inner = self.markdown("\n".join(body))
+        title = self.inline(argument)
+        if name == "dropdown" or "dropdown" in str(options.get("class", "")).split():
+            summary = html.escape(plain_title(title) or "Details", quote=False)
+            return f"<details>\n<summary>{summary}</summary>\n\n{inner}\n\n</details>"
+        if name in ADMONITIONS or name == "admonition":
+            heading = title if name == "admonition" else ADMONITIONS[name]
+            quoted = "\n".join(f"> {b}".rstrip() for b in inner.split("\n"))
+            return f"> **{heading}**\n>\n{quoted}"
+        if name in ("figure", "image"):
+            target = self.book.targets.get(options.get("name", ""))
+            src = (
+                argument
+                if re.match(r"https?://", argument)
+                else self.book.raw + str(Path(self.page).parent / argument)
+            )
+            image = f"![{options.get('alt', '')}]({src})"
+            if name == "image":
+                return image
+            label = f"**Figure {target.number}.** " if target and target.number else ""
+            return f"{image}\n\n{label}{inner}".rstrip()
+        if name == "math":
+            return f"$$\n{chr(10).join(body).strip()}\n$$"
+        if name in ("code-block", "code", "sourcecode", "code-cell"):
+            return f"```{argument}\n" + "\n".join(body) + "\n```"
+        return (f"**{title}**\n\n" if title else "") + inner
+
+    # -- notebooks -----------------------------------------------------------
+    def notebook(self, source: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+        nb = copy.deepcopy(source)
+        cells = []
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type == "markdown":
+                cell.source = self.markdown(cell.source)
+                cells.append(cell)
+                if index == 0:
+                    cells.append(self.edition_note(name))
+                continue
+            if cell.cell_type != "code":
+                cells.append(cell)
+                continue
+            tags = cell.metadata.get("tags", [])
+            if "solution" in tags:
+                fold(cell, outputs=True)
+            elif "remove-cell" in tags:
+                first_code = not any(c.cell_type == "code" for c in cells)
+                fold(
+                    cell,
+                    title="Install attnbook (Colab only; run this cell first)"
+                    if first_code
+                    else "Check: the numbers in the text are what the code computes",
+                )
+            elif {"hide-input", "hide-cell", "remove-input"} & set(tags):
+                fold(cell, title="Code (folded, as on the website)")
+            cells.append(cell)
+            figure = cell.metadata.get("mystnb", {}).get("figure", {})
+            if figure.get("caption"):
+                target = self.book.targets.get(figure.get("name", ""))
+                label = f"Figure {target.number}." if target and target.number else "Figure."
+                caption = nbformat.v4.new_markdown_cell(
+                    f"**{label}** {self.markdown(figure['caption'])}"
+                )
+                caption.id = f"{cell.get('id', index)}-caption"[:64]
+                cells.append(caption)
+        nb.cells = cells
+        return nb
+
+    def edition_note(self, name: str) -> nbformat.NotebookNode:
+        url = self.book.url(self.page)
+        note = nbformat.v4.new_markdown_cell(
+            f"*This is the {EDITION_NOTE} of the chapter for Colab, GitHub and Jupyter; "
+            f"it is also [on the book's website]({url}). It is generated from "
+            f"`book/{name}` by `make readers-edition`: edit that file, not this one.*"
+        )
+        note.id = "readers-edition-note"
+        return note
+
+
+def fold(cell: nbformat.NotebookNode, title: str | None = None, outputs: bool = False) -> None:
+    """Fold a code cell in JupyterLab (source_hidden) and in Colab (a form)."""
+    jupyter = dict(cell.metadata.get("jupyter", {}))
+    jupyter["source_hidden"] = True
+    if outputs:
+        jupyter["outputs_hidden"] = True
+        cell.metadata["collapsed"] = True
+    cell.metadata["jupyter"] = jupyter
+    cell.metadata["cellView"] = "form"
+    first = cell.source.split("\n", 1)[0]
+    if not re.match(r"^#\s?@title\b", first):
+        if title is None:
+            raise ValueError(f"cell {cell.get('id')}: a folded cell needs a '# @title' first line")
+        cell.source = f"# @title {title}\n{cell.source}"
+
+
+def _fenced_body(lines: list[str], start: int, fence: str) -> tuple[list[str], int]:
+    """The lines inside the fence opened at ``start``, and the index after it."""
+    close = re.compile(rf"^\s*{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+    nested_plain = None
+    for index in range(start + 1, len(lines)):
+        line = lines[index]
+        if fence[0] == ":":
+            if close.match(line):
+                return lines[start + 1 : index], index + 1
+            continue
+        inner = FENCE_OPEN.match(line)
+        if nested_plain:
+            if re.match(rf"^\s*{re.escape(nested_plain[0])}{{{len(nested_plain)},}}\s*$", line):
+                nested_plain = None
+            continue
+        if close.match(line):
+            return lines[start + 1 : index], index + 1
+        if inner and not inner.group(4) and inner.group(2)[0] != ":":
+            nested_plain = inner.group(2)
+    raise ValueError(f"unclosed {fence} fence: {lines[start]!r}")
+
+
+def _inside_math(out: list[str]) -> bool:
+    return sum(line.count("$$") for line in out) % 2 == 1
+
+
+def edition(path: Path, book: Book | None = None) -> nbformat.NotebookNode:
+    """The reader's edition of one chapter notebook (nothing is written)."""
+    book = book or scan_book()
+    page = f"book/{path.stem}"
+    source = nbformat.read(path, as_version=4)
+    return Converter(book, page).notebook(source, path.name)
+
+
+def dumps(nb: nbformat.NotebookNode) -> str:
+    return nbformat.writes(nb) + "\n"
+
+
+def sources(root: Path = ROOT) -> list[Path]:
+    return sorted((root / "book").glob("*.ipynb"))
+
+
+def stale(root: Path = ROOT) -> list[Path]:
+    """The reader's editions that differ from what their sources give, or are
+    missing; and any edition whose source is gone."""
+    book = scan_book(root)
+    out = root / "book" / "colab"
+    wrong = []
+    for path in sources(root):
+        target = out / path.name
+        if not target.exists() or target.read_text() != dumps(edition(path, book)):
+            wrong.append(target)
+    names = {path.name for path in sources(root)}
+    wrong += [p for p in sorted(out.glob("*.ipynb")) if p.name not in names]
+    return wrong
+
+
+def write_all(root: Path = ROOT) -> list[Path]:
+    book = scan_book(root)
+    out = root / "book" / "colab"
+    out.mkdir(exist_ok=True)
+    changed = []
+    names = set()
+    for path in sources(root):
+        target = out / path.name
+        names.add(path.name)
+        text = dumps(edition(path, book))
+        if not target.exists() or target.read_text() != text:
+            target.write_text(text)
+            changed.append(target)
+    for old in sorted(out.glob("*.ipynb")):
+        if old.name not in names:
+            old.unlink()
+            changed.append(old)
+    return changed
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--check"]:
+        wrong = stale()
+        for path in wrong:
+            print(f"out of date: {path.relative_to(ROOT)}")
+        if wrong:
+            print(
+                "run `make readers-edition` (python tools/readers_edition.py) and commit book/colab/"
+            )
+        return 1 if wrong else 0
+    if argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    changed = write_all()
+    print(f"reader's edition: {len(changed)} of {len(sources())} notebooks written to book/colab/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
