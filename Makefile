@@ -75,9 +75,16 @@ LOCK_FLAGS ?=
 UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 \
   --custom-compile-command "make lock" \
   --find-links $(TORCH_FIND_LINKS) $(LOCK_FLAGS)
+# Each lock is rewritten only when its content changes, so an unchanged lock
+# does not make the next command rebuild .venv.
 lock: $(STAMP)
-	$(UV_COMPILE) requirements.in -o requirements.txt
-	$(UV_COMPILE) tools/requirements-colab.in -o tools/requirements-colab.txt
+	@for source in requirements.in tools/requirements-colab.in; do \
+	  lock="$${source%.in}.txt"; draft="$(VENV)/lock-draft.txt"; cp "$$lock" "$$draft"; \
+	  $(UV_COMPILE) "$$source" -o "$$draft"; \
+	  if cmp -s "$$draft" "$$lock"; then echo "$$lock: unchanged"; \
+	  else mv "$$draft" "$$lock"; echo "$$lock: updated"; fi; \
+	  rm -f "$$draft"; \
+	done
 
 # attnbook is reinstalled (non-editable) whenever lib/ changes.
 COLAB_LIB := $(COLAB_VENV)/.attnbook
