@@ -1,6 +1,7 @@
-# Every workflow of the book. Each target bootstraps .venv from
-# requirements.txt when it is missing or older than requirements.txt, so one
-# command is enough on a fresh machine.
+# Every workflow of the book. Each target bootstraps .venv from the lock,
+# requirements.txt, when it is missing or older than the lock, so one command
+# is enough on a fresh machine. `make lock` regenerates the lock from
+# requirements.in.
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := help
@@ -23,7 +24,7 @@ NBVAL := -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval-sanitize.
 NBVAL_ALL := $(NBVAL) -n 2 --dist loadfile
 PORT ?= 8000
 
-.PHONY: help install colab-env lint book site test check test-lib test-book test-browser \
+.PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
         test-notebooks test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
         readers-edition \
         lm-checkpoint
@@ -43,12 +44,19 @@ help:
 	@echo "make site       the PDF, then the website linking it"
 	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
+	@echo "make lock       regenerate requirements.txt (the lock) after editing requirements.in"
 	@echo "make clean      remove _build"
 	@echo "make lm-checkpoint  retrain chapter 10's shipped model (lib/attnbook/lm_data/tiny_lm.pt)"
 
+# .venv holds exactly what the lock lists (tests/test_lock.py checks it): it is
+# made afresh whenever the lock changes, so nothing the lock dropped stays
+# behind. pip itself is the locked one. On Linux, torch's +cpu wheel comes from
+# PyTorch's CPU index (README, "The lock"), which the workflows name in
+# PIP_EXTRA_INDEX_URL.
 $(STAMP): requirements.txt lib/pyproject.toml
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $$(grep -m1 '^pip==' requirements.txt)
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
@@ -57,8 +65,31 @@ install: $(STAMP)
 $(COLAB_STAMP): tools/requirements-colab.txt
 	rm -rf $(COLAB_VENV)
 	$(PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_VENV)/bin/python -m pip install --quiet $$(grep -m1 '^pip==' tools/requirements-colab.txt)
 	$(COLAB_VENV)/bin/python -m pip install --quiet -r tools/requirements-colab.txt
 	touch $(COLAB_STAMP)
+
+# The locks: every package at one exact version, for every platform and
+# Python from 3.11 on (uv's universal resolution), generated from the short
+# *.in files. Run after editing requirements.in or tools/requirements-colab.in;
+# versions already locked are kept unless LOCK_FLAGS=--upgrade (what the weekly
+# drift workflow runs). torch's +cpu wheels are looked up in TORCH_FIND_LINKS:
+# PyTorch's CPU index page for torch, or a folder of wheels.
+TORCH_FIND_LINKS ?= $(or $(PIP_FIND_LINKS),https://download.pytorch.org/whl/cpu/torch/)
+LOCK_FLAGS ?=
+UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 \
+  --custom-compile-command "make lock" \
+  --find-links $(TORCH_FIND_LINKS) $(LOCK_FLAGS)
+# Each lock is rewritten only when its content changes, so an unchanged lock
+# does not make the next command rebuild .venv.
+lock: $(STAMP)
+	@for source in requirements.in tools/requirements-colab.in; do \
+	  lock="$${source%.in}.txt"; draft="$(VENV)/lock-draft.txt"; cp "$$lock" "$$draft"; \
+	  $(UV_COMPILE) "$$source" -o "$$draft"; \
+	  if cmp -s "$$draft" "$$lock"; then echo "$$lock: unchanged"; \
+	  else mv "$$draft" "$$lock"; echo "$$lock: updated"; fi; \
+	  rm -f "$$draft"; \
+	done
 
 # attnbook is reinstalled (non-editable) whenever lib/ changes.
 COLAB_LIB := $(COLAB_VENV)/.attnbook

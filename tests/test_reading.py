@@ -10,6 +10,8 @@
 * Dark mode: pictures are not dimmed, sit on a white card, and the explorer is
   not wrapped in the theme's grey output box. Screenshots of the checked
   elements are written to _build/screenshots/ for a person to look at.
+* The page header: at 1280 and 390 px a page opens with one search control in
+  view and no empty header band above it (screenshots header-*.png).
 """
 
 from __future__ import annotations
@@ -271,3 +273,57 @@ def test_every_explorer_is_whole_on_a_desktop(browser, site_url, width):
                     cut.append({"page": path, **row})
     assert measured >= 11, f"only {measured} explorers found"
     assert cut == [], f"explorers not whole at {width}px: {cut}"
+
+
+# The page's search controls: the "Search Ctrl+K" field, the magnifier button
+# and any search input, each counted once (not the parts inside a button).
+SEARCH_CONTROLS_JS = """() => [...document.querySelectorAll(
+        'input[type=search], .search-button-field, .search-button')]
+    .filter(el => !el.parentElement.closest('.search-button-field, .search-button'))
+    .filter(el => {
+        const box = el.getBoundingClientRect();
+        const style = getComputedStyle(el);
+        return box.width > 0 && box.height > 0 && style.visibility !== 'hidden'
+            && box.bottom > 0 && box.top < window.innerHeight
+            && box.right > 0 && box.left < window.innerWidth;
+    })
+    .map(el => el.outerHTML.slice(0, 120))"""
+
+# The theme's site-wide header band (pydata-sphinx-theme's .bd-header) and
+# the band itself: its height and the text of what shows in it.
+HEADER_BAND_JS = """() => {
+    const band = document.querySelector('header.bd-header');
+    if (!band) return {height: 0, text: ''};
+    return {height: band.getBoundingClientRect().height, text: band.innerText.trim()};
+}"""
+
+
+@pytest.mark.parametrize(
+    ("width", "viewport"), [("desktop", DESKTOP), ("phone", PHONE)], ids=["1280px", "390px"]
+)
+@pytest.mark.parametrize("page_path", ["book/intro.html", "book/attention-pooling.html"])
+def test_header_has_one_search_and_no_empty_band(browser, site_url, page_path, width, viewport):
+    """The top of a page: one search control in view, no empty band above the page.
+
+    pydata-sphinx-theme 0.17 adds a 64 px header band holding only a "Search
+    Ctrl+K" field unless the book says otherwise (_config.yml:
+    navbar_persistent); the sidebar has its own search field under the title.
+    """
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with Offline(browser, viewport=viewport, is_mobile=width == "phone") as offline:
+        page = offline.page
+        page.goto(f"{site_url}/{page_path}", wait_until="load")
+        page.evaluate(SETTLED_JS)
+        page.screenshot(path=str(SCREENSHOTS / f"header-{Path(page_path).stem}-{width}.png"))
+        band = page.evaluate(HEADER_BAND_JS)
+        assert band["height"] == 0, (
+            f"{page_path} at {viewport['width']}px opens with a {band['height']:.0f}px header"
+            f" band holding only {band['text']!r}"
+        )
+        searches = page.evaluate(SEARCH_CONTROLS_JS)
+        assert len(searches) == 1, f"{len(searches)} search controls in view: {searches}"
+        if width == "desktop":
+            # The book's title, top left in the sidebar, in the first screenful's top.
+            title = page.get_by_text("Attention, Interactively", exact=True).first
+            box = title.bounding_box()
+            assert box is not None and box["y"] < 80 and box["x"] < 320, box
