@@ -27,6 +27,7 @@ CHAPTERS = [
     "book/induction-heads",
     "book/attention-at-scale",
     "book/references",
+    "book/teaching",
 ]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # Text that must never appear in a stored output: machine paths, memory addresses.
@@ -232,8 +233,9 @@ def _raises(*args):
 
 
 def test_checker_hints_name_sections_that_exist():
-    """Every hint of every checker ends with see "<section>" in <chapter>; the
-    chapter must be a notebook's title and the section one of its headings."""
+    """Every hint and every known mistake's diagnosis of every checker ends with
+    see "<section>" in <chapter>; the chapter must be a notebook's title and the
+    section one of its headings."""
     from attnbook import checks
 
     headings = {}  # chapter title -> its section headings
@@ -249,7 +251,8 @@ def test_checker_hints_name_sections_that_exist():
     checkers = [getattr(checks, name) for name in dir(checks) if name.startswith("check_")]
     assert len(checkers) >= 8
     for checker in checkers:
-        for line in checker(_raises).lines:
+        diagnoses = [m.diagnosis for m in getattr(checker, "mistakes", ())]
+        for line in checker(_raises).lines + diagnoses:
             pointers = re.findall(r'see "([^"]+)" in ([^;)]+)', line)
             assert pointers, f"{checker.__name__}: no pointer to a section in {line!r}"
             for section, chapter in pointers:

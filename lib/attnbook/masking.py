@@ -21,6 +21,29 @@ def _keep(valid_lens: torch.Tensor, positions: int) -> torch.Tensor:
     return index < valid_lens.unsqueeze(-1)  # (..., positions)
 
 
+def _shown(lens: torch.Tensor) -> str:
+    """Lengths as the reader passed them: their values when few, else only the shape."""
+    if lens.numel() <= 12:
+        return f"{lens.tolist()} (shape {tuple(lens.shape)})"
+    return f"a tensor of shape {tuple(lens.shape)}"
+
+
+def _check_lengths(
+    valid_lens: object, batch: int, queries: int, keys: int, device: torch.device, of: str
+) -> torch.Tensor:
+    """Valid lengths as a (batch, queries) int64 tensor, or a ValueError naming
+    ``of``, the tensors whose shape fixed batch, queries and keys."""
+    lens = _validate.lengths("valid_lens", valid_lens, upper=keys, device=device)
+    if lens.shape == (batch,):
+        return lens.unsqueeze(1).expand(batch, queries)  # (batch, queries)
+    if lens.shape != (batch, queries):
+        raise ValueError(
+            f"valid_lens must have shape ({batch},) or ({batch}, {queries}) (one length "
+            f"per sequence, or one per query) for {of}; got {_shown(lens)}"
+        )
+    return lens
+
+
 def sequence_mask(X: torch.Tensor, valid_lens: torch.Tensor, value: float = 0.0) -> torch.Tensor:
     """Replace every position at or beyond each row's valid length by ``value``.
 
@@ -37,8 +60,8 @@ def sequence_mask(X: torch.Tensor, valid_lens: torch.Tensor, value: float = 0.0)
     lens = _validate.lengths("valid_lens", valid_lens, upper=positions, device=X.device)
     if lens.shape != (rows,):
         raise ValueError(
-            f"valid_lens must have shape ({rows},), one length per row of X, "
-            f"got shape {tuple(lens.shape)}"
+            f"valid_lens must have shape ({rows},), one length per row of X "
+            f"(X has shape {tuple(X.shape)}), got {_shown(lens)}"
         )
     value = _validate.real_number("value", value)
     if not X.is_floating_point() and not value.is_integer():
@@ -62,18 +85,16 @@ def masked_softmax(X: torch.Tensor, valid_lens: torch.Tensor | None = None) -> t
         are exactly 0; a row of length 0 is all zeros; every other row sums to 1.
         No NaN in float16/bfloat16, and gradients flow (zero for masked scores).
     """
-    X = _validate.tensor("X", X, ndim=3, floating=True)
+    if isinstance(X, torch.Tensor) and X.dim() != 3:
+        raise ValueError(
+            f"X must be 3-D, the scores (batch, queries, keys), got shape {tuple(X.shape)}"
+        )
+    X = _validate.tensor("X", X, floating=True)
     batch, queries, keys = X.shape
     if valid_lens is None:
         return torch.softmax(X, dim=-1)
-    lens = _validate.lengths("valid_lens", valid_lens, upper=keys, device=X.device)
-    if lens.shape == (batch,):
-        lens = lens.unsqueeze(1).expand(batch, queries)  # (batch, queries)
-    elif lens.shape != (batch, queries):
-        raise ValueError(
-            f"valid_lens must have shape ({batch},) or ({batch}, {queries}) for X of "
-            f"shape {tuple(X.shape)}, got shape {tuple(lens.shape)}"
-        )
+    of = f"scores X of shape (batch, queries, keys) = {tuple(X.shape)}"
+    lens = _check_lengths(valid_lens, batch, queries, keys, X.device, of)
     keep = _keep(lens, keys)  # (batch, queries, keys)
     # A large finite fill (not -inf) keeps a fully masked row finite: its softmax
     # is uniform instead of NaN, and the final `where` turns it into zeros.

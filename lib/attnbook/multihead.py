@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from . import _validate
+from .masking import _check_lengths
 from .scoring import DotProductAttention, _check_qkv
 
 
@@ -91,11 +92,8 @@ class MultiHeadAttention(nn.Module):
             return None
         batch, q, n = queries.shape[0], queries.shape[1], keys.shape[1]
         lens = _validate.lengths("valid_lens", valid_lens, upper=n, device=queries.device)
-        if lens.shape not in ((batch,), (batch, q)):
-            raise ValueError(
-                f"valid_lens must have shape ({batch},) or ({batch}, {q}) for {batch} "
-                f"sequences of {q} queries, got shape {tuple(lens.shape)}"
-            )
+        of = f"queries of shape {tuple(queries.shape)} and keys of shape {tuple(keys.shape)}"
+        _check_lengths(lens, batch, q, n, queries.device, of)  # the same message as elsewhere
         return lens
 
     def forward(

@@ -15,7 +15,7 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 
 from . import _validate
-from .masking import masked_softmax
+from .masking import _check_lengths, masked_softmax
 
 
 def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
@@ -33,6 +33,16 @@ def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) 
             "keys and values must hold the same number of items, got shapes "
             f"{tuple(keys.shape)} and {tuple(values.shape)}"
         )
+
+
+def _check_valid_lens(valid_lens, queries: torch.Tensor, keys: torch.Tensor):
+    """Check the lengths against the queries and keys the reader passed (not
+    against the scores built from them, which the reader never saw)."""
+    if valid_lens is None:
+        return None
+    of = f"queries of shape {tuple(queries.shape)} and keys of shape {tuple(keys.shape)}"
+    batch, q, k = queries.shape[0], queries.shape[1], keys.shape[1]
+    return _check_lengths(valid_lens, batch, q, k, queries.device, of)
 
 
 class DotProductAttention(nn.Module):
@@ -66,6 +76,7 @@ class DotProductAttention(nn.Module):
                 "queries and keys must have the same feature size for a dot product, "
                 f"got {d} and {keys.shape[-1]} (use AdditiveAttention for mismatched sizes)"
             )
+        _check_valid_lens(valid_lens, queries, keys)
         scores = queries @ keys.transpose(1, 2) / math.sqrt(d)  # (b, q, k)
         self.attention_weights = masked_softmax(scores, valid_lens)
         return self.dropout(self.attention_weights) @ values  # (b, q, v)
@@ -111,9 +122,10 @@ class AdditiveAttention(nn.Module):
                     f"{name} must have {layer.in_features} features, the size this "
                     f"layer was first called with, got shape {tuple(x.shape)}"
                 )
-        projected_q = self.W_q(queries).unsqueeze(2)  # (b, q, 1, h)
-        projected_k = self.W_k(keys).unsqueeze(1)  # (b, 1, k, h)
-        features = torch.tanh(projected_q + projected_k)  # (b, q, k, h)
+        _check_valid_lens(valid_lens, queries, keys)
+        projected_q = self.W_q(queries).unsqueeze(2)  # (b, q, 1, num_hiddens)
+        projected_k = self.W_k(keys).unsqueeze(1)  # (b, 1, k, num_hiddens)
+        features = torch.tanh(projected_q + projected_k)  # (b, q, k, num_hiddens)
         scores = self.w_v(features).squeeze(-1)  # (b, q, k)
         self.attention_weights = masked_softmax(scores, valid_lens)
         return self.dropout(self.attention_weights) @ values  # (b, q, v)

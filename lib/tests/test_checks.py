@@ -641,7 +641,43 @@ def test_check_masked_softmax_minus_1e6_fails_length_0_and_float16_only():
     assert "bfloat16 scores, lengths [0, 3]" in report.failures
     assert "1-D lengths [2, 3]" not in report.failures
     assert 'see "A sequence of length 0" in Masked Softmax and Batched Attention' in text
-    assert 'see "Half precision" in Masked Softmax and Batched Attention' in text
+    assert report.mistake == "fill -1e6"
+    assert "Likely mistake: this looks like the chapter's first version" in text
+
+
+def test_check_masked_softmax_never_recommends_a_fill():
+    """Exercise 1 forbids a fill value: no hint and no diagnosis may suggest one."""
+
+    def raises(*args):
+        raise ZeroDivisionError("oops")
+
+    texts = [repr(checks.check_masked_softmax(raises))]  # every case's hint
+    texts += [m.diagnosis for m in checks.check_masked_softmax.mistakes]
+    for text in texts:
+        assert "fill with" not in text and "masked_fill" not in text, text
+        assert "finfo(X.dtype).min" not in text, text
+
+
+def test_check_masked_softmax_names_the_exercise_1_slips():
+    """A maximum over all keys and zeroing after exp each get their own diagnosis."""
+
+    def max_over_all_keys(X, valid_lens):  # the maximum includes the masked keys
+        keep = _keep(X, valid_lens)
+        e = torch.exp(X - X.max(dim=-1, keepdim=True).values) * keep
+        return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
+
+    def zero_after_exp(X, valid_lens):  # exp first, then the mask: inf * 0
+        keep = _keep(X, valid_lens)
+        shift = torch.where(keep, X, X.amin(dim=-1, keepdim=True)).amax(dim=-1, keepdim=True)
+        e = torch.exp(X - shift) * keep
+        return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
+
+    report = checks.check_masked_softmax(max_over_all_keys)
+    assert report.mistake == "max over all keys", repr(report)
+    assert "(hint: " not in repr(report)
+    report = checks.check_masked_softmax(zero_after_exp)
+    assert report.mistake == "zeroing after exp", repr(report)
+    assert "inf * 0 is NaN" in repr(report)
 
 
 def test_check_masked_softmax_minus_inf_reports_nan():
@@ -836,7 +872,11 @@ def test_check_right_key_accuracy_random_case_counts():
     ("wrong", "failing", "hint"),
     [
         (accuracy_wrong_axis, "a square (3, 3) batch", "last axis"),
-        (accuracy_counts, "4 rows, the right key largest in 2 of them", "divide by the rows"),
+        (
+            accuracy_counts,
+            "4 rows, the right key largest in 2 of them",
+            "divide by the number of rows",
+        ),
         (accuracy_smallest, "every row right", None),
     ],
 )
@@ -880,4 +920,12 @@ def test_check_two_part_targets_rejects_mistakes(wrong):
     report = checks.check_two_part_targets(wrong)
     assert not report.passed
     assert "values (4, 5, 6)" in report.failures
-    assert "hint:" in repr(report)
+    assert report.mistake is not None and 'see "' in report.diagnosis, repr(report)
+
+
+def test_check_right_key_accuracy_names_a_mean_of_booleans():
+    """(argmax == index).mean() raises in torch; the report reads the error and names it."""
+    report = checks.check_right_key_accuracy(lambda w, i: (w.argmax(-1) == i).mean())
+    assert report.mistake == "mean of booleans", repr(report)
+    assert all(".float()" in line for line in report.lines), repr(report)
+    assert "Likely mistake: this looks like .mean() on the booleans" in repr(report)

@@ -74,7 +74,7 @@ def rotation_backwards(offset, num_hiddens):  # rotates by -offset
     return rotation_ok(offset, num_hiddens).T
 
 
-def rotation_wrong_frequency(offset, num_hiddens):  # 10000^(j/d) instead of 10000^(2j/d)
+def rotation_wrong_frequency(offset, num_hiddens):  # 10000^(-j/D) instead of 10000^(-2j/D)
     M = torch.zeros(num_hiddens, num_hiddens)
     for j in range(num_hiddens // 2):
         t = offset / 10000 ** (j / num_hiddens)
@@ -184,7 +184,11 @@ def test_checker_rejects_a_known_mistake_and_names_the_case(name, broken, case):
     assert not report.passed
     assert case in report.failures
     assert any(line.startswith("  FAIL  ") and case in line for line in repr(report).splitlines())
-    assert "hint:" in repr(report)
+    # The report names the known mistake (and drops the case hints), or keeps the hints.
+    if report.mistake is None:
+        assert "hint:" in repr(report)
+    else:
+        assert 'see "' in report.diagnosis and "hint:" not in repr(report)
 
 
 def test_every_checker_has_a_table():
@@ -281,3 +285,10 @@ def test_head_lengths_checker_needs_the_right_order():
     # One sequence: tiling and repeating agree, so only the multi-sequence cases fail.
     assert "one sequence, lengths [5], 4 heads" not in report.failures
     assert len(report.failures) == 3
+
+
+def test_the_issue_30_slips_are_named():
+    """The frequency 10000^(-j/D) gets its own diagnosis, not a generic hint."""
+    report = checks.check_rotation(rotation_wrong_frequency)
+    assert report.mistake == "frequency 10000^(-j/D)", repr(report)
+    assert "10000^(-2j/D)" in repr(report)

@@ -343,3 +343,25 @@ def test_masked_softmax_cpu_lengths_for_device_scores(device):
 def test_masked_softmax_bad_input(X, lens, error, pattern):
     with pytest.raises(error, match=pattern):
         masked_softmax(X, lens)
+
+
+def test_wrongly_shaped_lengths_are_reported_against_what_the_reader_passed():
+    """Issue 30: the message talks about the scores, or about the queries and keys
+    the reader passed to an attention layer, and shows the lengths as passed."""
+    from attnbook import masking, scoring
+
+    X = torch.randn(1, 4, 2)  # the reader's tokens; their scores are (1, 4, 4)
+    with pytest.raises(ValueError) as caught:
+        scoring.DotProductAttention()(X, X, X, torch.tensor([[1, 2]]))
+    message = str(caught.value)
+    assert "queries of shape (1, 4, 2) and keys of shape (1, 4, 2)" in message
+    assert "got [[1, 2]] (shape (1, 2))" in message
+    assert "(1, 4, 4)" not in message
+    with pytest.raises(
+        ValueError, match=r"scores X of shape \(batch, queries, keys\) = \(1, 4, 4\)"
+    ):
+        masking.masked_softmax(torch.randn(1, 4, 4), torch.tensor([[1, 2]]))
+    with pytest.raises(ValueError, match=r"X must be 3-D, the scores"):
+        masking.masked_softmax(torch.randn(4, 4), torch.tensor([1]))
+    with pytest.raises(ValueError, match=r"one length per row of X \(X has shape \(3, 4\)\)"):
+        masking.sequence_mask(torch.randn(3, 4), torch.tensor([1, 2]))

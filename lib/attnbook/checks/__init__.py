@@ -6,8 +6,11 @@ In a notebook the report shows one line per case: which passed, which failed
 and why. ``bool(report)`` is True when every case passed.
 
 The cases include the classic mistakes each chapter warns about (overflow,
-``0 * log(0)``, a fill value that does not fit the dtype, ...). A failing case
-carries a hint naming the section of the chapter that explains it.
+``0 * log(0)``, a fill value that does not fit the dtype, ...). Each checker also
+knows the classic wrong versions of its exercise (``check_x.mistakes``): when your
+answers agree with one of them, the report names it in one line ("Likely
+mistake: ...") and points at the section of the chapter that explains it.
+Otherwise each failing case says what differs and carries a hint.
 """
 
 from ._core import CheckReport

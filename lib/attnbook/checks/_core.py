@@ -206,6 +206,16 @@ _READINGS: tuple[tuple[str, str], ...] = (
         "an index reached past the end of an axis: positions run from 0 to size - 1",
     ),
     (
+        r"torch\.return_types",
+        "X.max(dim=...) and X.min(dim=...) return a pair (values, indices), not a tensor: "
+        "take its .values",
+    ),
+    (
+        r"could not infer output dtype|Got: Bool|Got: Long",
+        "mean() needs a floating-point tensor, and a comparison such as a == b gives a "
+        "tensor of booleans: convert it first with .float()",
+    ),
+    (
         r"can't convert|Can't call numpy\(\) on Tensor that requires grad",
         "the tensor went through NumPy or Python numbers; stay with torch operations",
     ),

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from ._core import CheckReport, _generator, _run, _see
+from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 
 _MULTIHEAD = "Multi-Head Attention"
 _SELF = "Self-Attention and Positional Encoding"
@@ -32,6 +32,43 @@ def _count(fn: Callable) -> Callable:
     return wrapped
 
 
+_COST = _see("What several heads cost", _MULTIHEAD)
+
+
+@knows(
+    Mistake(
+        "every head full size",
+        lambda D, h, bias: h * (4 * D * D + (4 * D if bias else 0)),
+        "this looks like every head with its own num_hiddens x num_hiddens projections "
+        "(the count times num_heads): the heads share each projection, every head using "
+        "its own slice of num_hiddens / num_heads columns; " + _COST,
+    ),
+    Mistake(
+        "no W_o",
+        lambda D, h, bias: 3 * D * D + (3 * D if bias else 0),
+        "this looks like the query, key and value projections alone: the output "
+        "projection W_o, one more num_hiddens x num_hiddens matrix, counts too; " + _COST,
+    ),
+    Mistake(
+        "bias ignored",
+        lambda D, h, bias: 4 * D * D,
+        "this looks like a count that ignores bias: with bias=True each of the four "
+        "projections also has a bias vector of num_hiddens entries; " + _COST,
+    ),
+    Mistake(
+        "W_o for one head",
+        lambda D, h, bias: 3 * D * D + D * (D // h) + (4 * D if bias else 0),
+        "this looks like W_o sized for a single head (num_hiddens x num_hiddens / "
+        "num_heads): W_o maps the concatenation of all heads, num_hiddens features, "
+        "back to num_hiddens; " + _COST,
+    ),
+    Mistake(
+        "three biases",
+        lambda D, h, bias: 4 * D * D + (3 * D if bias else 0),
+        "this looks like bias vectors on the query, key and value projections only: "
+        "with bias=True the output projection W_o has one too; " + _COST,
+    ),
+)
 def check_mha_parameter_count(fn: Callable[[int, int, bool], int]) -> CheckReport:
     """Check ``fn(num_hiddens, num_heads, bias)``: the number of learnable parameters
     of ``attnbook.multihead.MultiHeadAttention(num_hiddens, num_heads, bias=bias)``.
@@ -51,8 +88,7 @@ def check_mha_parameter_count(fn: Callable[[int, int, bool], int]) -> CheckRepor
         total = sum(p.numel() for p in layer.parameters())
         hint = (
             "each projection is one num_hiddens x num_hiddens matrix shared by all heads, "
-            "plus W_o, and a bias vector per projection when bias=True; "
-            + _see("What several heads cost", _MULTIHEAD)
+            "plus W_o, and a bias vector per projection when bias=True; " + _COST
         )
         cases.append(
             (
@@ -62,9 +98,41 @@ def check_mha_parameter_count(fn: Callable[[int, int, bool], int]) -> CheckRepor
                 hint,
             )
         )
-    return _run("check_mha_parameter_count", _count(fn), cases)
+    return _run(
+        "check_mha_parameter_count",
+        fn,
+        cases,
+        mistakes=check_mha_parameter_count.mistakes,
+        probe=_count,
+    )
 
 
+_SHAPES = _see("The parallel implementation, shape by shape", _MULTIHEAD)
+
+
+@knows(
+    Mistake(
+        "whole list repeated",
+        lambda lens, h: torch.cat([lens] * h),
+        "this looks like the whole list repeated num_heads times (torch.cat or "
+        ".repeat): the heads of sequence b sit next to each other, in rows "
+        "b * num_heads to (b + 1) * num_heads - 1, so repeat each sequence's lengths in "
+        "place, with repeat_interleave(num_heads, dim=0); " + _SHAPES,
+    ),
+    Mistake(
+        "not repeated",
+        lambda lens, h: lens.clone(),
+        "this looks like the lengths returned as they came: after the heads are folded "
+        "into the batch there are batch * num_heads rows, one per head of each "
+        "sequence; " + _SHAPES,
+    ),
+    Mistake(
+        "2-D lengths flattened",
+        lambda lens, h: lens.flatten().repeat_interleave(h),
+        "this looks like repeat_interleave without dim=0: on 2-D lengths it flattens "
+        "them first and loses the query axis; " + _SHAPES,
+    ),
+)
 def check_head_lengths(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> CheckReport:
     """Check ``fn(valid_lens, num_heads)``: valid lengths for the heads folded into the batch.
 
@@ -85,14 +153,63 @@ def check_head_lengths(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Check
                 description,
                 (lens, heads),
                 torch.stack(rows),
-                "head h of sequence b sits in row b * num_heads + h: repeat each "
-                "sequence's lengths num_heads times in a row, not the whole list; "
-                + _see("The parallel implementation, shape by shape", _MULTIHEAD),
+                "head j of sequence b sits in row b * num_heads + j: repeat each "
+                "sequence's lengths num_heads times in a row, not the whole list; " + _SHAPES,
             )
         )
-    return _run("check_head_lengths", fn, cases)
+    return _run("check_head_lengths", fn, cases, mistakes=check_head_lengths.mistakes)
 
 
+def _rotation(offset: int, D: int, frequency: Callable[[int, int], float]) -> torch.Tensor:
+    """The block-diagonal rotation by offset * frequency(j, D) in pair j."""
+    M = torch.zeros(D, D, dtype=torch.float64)
+    for j in range(D // 2):
+        angle = offset * frequency(j, D)
+        c, s = math.cos(angle), math.sin(angle)
+        M[2 * j : 2 * j + 2, 2 * j : 2 * j + 2] = torch.tensor([[c, s], [-s, c]])
+    return M
+
+
+def _omega(j: int, D: int) -> float:
+    return 1 / 10000 ** (2 * j / D)
+
+
+_ROTATIONS = _see("Relative positions are rotations", _SELF)
+
+
+@knows(
+    Mistake(
+        "backwards",
+        lambda offset, D: _rotation(offset, D, _omega).T,
+        "this looks like the rotation by -offset (each 2 x 2 block transposed): with "
+        "sin(a + t) = sin a cos t + cos a sin t, block j is [[cos t, sin t], "
+        "[-sin t, cos t]] for t = offset * w_j; " + _ROTATIONS,
+    ),
+    Mistake(
+        "frequency 10000^(-j/D)",
+        lambda offset, D: _rotation(offset, D, lambda j, D: 1 / 10000 ** (j / D)),
+        "this looks like the frequency 10000^(-j/D): pair j uses w_j = 10000^(-2j/D), "
+        "the 2j counting the pair's first feature; " + _ROTATIONS,
+    ),
+    Mistake(
+        "frequency not inverted",
+        lambda offset, D: _rotation(offset, D, lambda j, D: 10000 ** (2 * j / D)),
+        "this looks like the frequency 10000^(2j/D), without the minus sign: the "
+        "frequencies fall from 1 for pair 0 to nearly 1/10000 for the last pair; " + _ROTATIONS,
+    ),
+    Mistake(
+        "offset left out",
+        lambda offset, D: _rotation(1, D, _omega),
+        "this looks like the rotation for an offset of 1 whatever the offset: block j "
+        "rotates by offset * w_j; " + _ROTATIONS,
+    ),
+    Mistake(
+        "identity",
+        lambda offset, D: torch.eye(D, dtype=torch.float64),
+        "this looks like the identity matrix: it is right for offset 0 only; block j "
+        "rotates by offset * w_j; " + _ROTATIONS,
+    ),
+)
 def check_rotation(fn: Callable[[int, int], torch.Tensor]) -> CheckReport:
     """Check ``fn(offset, num_hiddens)``: the (num_hiddens, num_hiddens) matrix M with
     p_{i + offset} = M p_i for every row p_i of ``sinusoidal_encoding``.
@@ -100,25 +217,65 @@ def check_rotation(fn: Callable[[int, int], torch.Tensor]) -> CheckReport:
     M is block diagonal, one 2 x 2 rotation by offset * w_j per (sin, cos) pair.
     """
     cases = []
-    for offset, d in ((1, 2), (3, 8), (10, 32), (0, 6)):
-        M = torch.zeros(d, d, dtype=torch.float64)
-        for j in range(d // 2):
-            angle = offset / 10000 ** (2 * j / d)
-            c, s = math.cos(angle), math.sin(angle)
-            M[2 * j : 2 * j + 2, 2 * j : 2 * j + 2] = torch.tensor([[c, s], [-s, c]])
+    for offset, D in ((1, 2), (3, 8), (10, 32), (0, 6)):
         cases.append(
             (
-                f"offset {offset}, num_hiddens {d}",
-                (offset, d),
-                M,
+                f"offset {offset}, num_hiddens {D}",
+                (offset, D),
+                _rotation(offset, D, _omega),
                 "apply your matrix to row i of sinusoidal_encoding and compare with row "
-                "i + offset; sin(a + t) = sin a cos t + cos a sin t; "
-                + _see("Relative positions are rotations", _SELF),
+                "i + offset; sin(a + t) = sin a cos t + cos a sin t; " + _ROTATIONS,
             )
         )
-    return _run("check_rotation", fn, cases)
+    return _run("check_rotation", fn, cases, mistakes=check_rotation.mistakes)
 
 
+def _self_attention(X: torch.Tensor, blocked: Callable[[int], torch.Tensor], scale=True):
+    """Self-attention of X (batch, n, d) with the (n, n) positions ``blocked(n)`` masked;
+    a row with every key masked gives zeros."""
+    n, d = X.shape[1], X.shape[2]
+    scores = X @ X.transpose(1, 2)  # (batch, n, n)
+    if scale:
+        scores = scores / math.sqrt(d)
+    hidden = blocked(n)
+    weights = torch.softmax(scores.masked_fill(hidden, -1e9), dim=-1)
+    return weights.masked_fill(hidden.all(-1, keepdim=True), 0.0) @ X
+
+
+def _future(n: int) -> torch.Tensor:
+    return torch.ones(n, n, dtype=torch.bool).triu(1)
+
+
+_CAUSAL_MASKS = _see("Causal masks: looking only backwards", _SELF)
+
+
+@knows(
+    Mistake(
+        "no mask",
+        lambda X: _self_attention(X, lambda n: torch.zeros(n, n, dtype=torch.bool)),
+        "this looks like self-attention with no mask: every token sees the whole "
+        "sequence, the future included; give token i the valid length i + 1; " + _CAUSAL_MASKS,
+    ),
+    Mistake(
+        "itself hidden",
+        lambda X: _self_attention(X, lambda n: torch.ones(n, n, dtype=torch.bool).triu(0)),
+        "this looks like lengths 0, 1, ..., n - 1 (torch.arange(n)): token i then sees "
+        "tokens 0..i-1 but not itself, and token 0 sees nothing; its length is i + 1; "
+        + _CAUSAL_MASKS,
+    ),
+    Mistake(
+        "looks ahead",
+        lambda X: _self_attention(X, lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1)),
+        "this looks like a mask that hides the past instead of the future: token i must "
+        "see tokens 0..i, the ones before it; " + _CAUSAL_MASKS,
+    ),
+    Mistake(
+        "no scale",
+        lambda X: _self_attention(X, _future, scale=False),
+        "the mask is right but the scores are not divided by sqrt(d), d = X.shape[-1]; "
+        + _see("Scaled dot-product attention", "Attention Scoring Functions"),
+    ),
+)
 def check_causal_self_attention(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
     """Check ``fn(X)``: causal scaled dot-product self-attention, X (batch, steps, d) ->
     (batch, steps, d), where X supplies queries, keys and values and position i
@@ -135,15 +292,53 @@ def check_causal_self_attention(fn: Callable[[torch.Tensor], torch.Tensor]) -> C
                 (X,),
                 expected,
                 "query i has valid length i + 1, so it sees keys 0..i (itself included); "
-                + _see("Causal masks: looking only backwards", _SELF),
+                + _CAUSAL_MASKS,
             )
         )
-    return _run("check_causal_self_attention", fn, cases)
+    return _run(
+        "check_causal_self_attention", fn, cases, mistakes=check_causal_self_attention.mistakes
+    )
 
 
 # ---------------------------------------------------------------- attention that learns
 
 
+_TRAINING = _see("Training", _LEARNS)
+
+
+@knows(
+    Mistake(
+        "mean of booleans",
+        lambda w, index: (w.argmax(dim=-1) == index).mean(),
+        "this looks like .mean() on the booleans of ==: torch averages only "
+        "floating-point tensors, so convert first, (...).float().mean(); " + _TRAINING,
+    ),
+    Mistake(
+        "wrong axis",
+        lambda w, index: (w.argmax(dim=0) == index).float().mean(),
+        "this looks like argmax over the first axis (dim=0), the rows: each row is one "
+        "query's weights over the keys, so take the argmax over the last axis, dim=-1; "
+        + _TRAINING,
+    ),
+    Mistake(
+        "a count",
+        lambda w, index: (w.argmax(dim=-1) == index).float().sum(),
+        "this looks like the number of right rows, not the fraction: divide by the "
+        "number of rows (a .mean() does both); " + _TRAINING,
+    ),
+    Mistake(
+        "per row",
+        lambda w, index: (w.argmax(dim=-1) == index).float(),
+        "this looks like one 0 or 1 per row: the answer is a single number, the mean "
+        "over the rows, as a 0-d tensor; " + _TRAINING,
+    ),
+    Mistake(
+        "smallest weight",
+        lambda w, index: (w.argmin(dim=-1) == index).float().mean(),
+        "this looks like argmin: a row is right when its largest weight, argmax, is on "
+        "the right key; " + _TRAINING,
+    ),
+)
 def check_right_key_accuracy(
     fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
 ) -> CheckReport:
@@ -194,9 +389,50 @@ def check_right_key_accuracy(
             + _see("Training", _LEARNS),
         ),
     ]
-    return _run("check_right_key_accuracy", fn, cases)
+    return _run("check_right_key_accuracy", fn, cases, mistakes=check_right_key_accuracy.mistakes)
 
 
+def _two_part(values, first, second):
+    half = values.shape[-1] // 2
+    rows = torch.arange(values.shape[0])
+    both = torch.cat([values[rows, first, :half], values[rows, second, half:]], dim=-1)
+    return both[:, None, :]  # (batch, 1, d_v)
+
+
+_TWO_PART = _see("Exercises", _LEARNS)
+
+
+@knows(
+    Mistake(
+        "every example's keys",
+        lambda values, first, second: torch.cat(
+            [values[:, first, : values.shape[-1] // 2], values[:, second, values.shape[-1] // 2 :]],
+            -1,
+        )[:, :1],
+        "this looks like values[:, first]: it picks, for every example, the values at "
+        "all the examples' keys; take one row per example with a batch index, "
+        "values[torch.arange(batch), first]; " + _TWO_PART,
+    ),
+    Mistake(
+        "halves swapped",
+        lambda values, first, second: _two_part(values, second, first),
+        "this looks like the halves swapped: the first half comes from the key at "
+        "`first`, the second half from the key at `second`; " + _TWO_PART,
+    ),
+    Mistake(
+        "whole value at first",
+        lambda values, first, second: values[torch.arange(values.shape[0]), first][:, None],
+        "this looks like the whole value at `first`: its second half must come from "
+        "the key at `second`; " + _TWO_PART,
+    ),
+    Mistake(
+        "no query axis",
+        lambda values, first, second: _two_part(values, first, second)[:, 0],
+        "the values are right but the shape is (batch, d_v): the targets have one query "
+        "per example, shape (batch, 1, d_v); add the axis with [:, None] or "
+        ".unsqueeze(1); " + _TWO_PART,
+    ),
+)
 def check_two_part_targets(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
 ) -> CheckReport:
@@ -229,4 +465,4 @@ def check_two_part_targets(
                 + _see("Exercises", _LEARNS),
             )
         )
-    return _run("check_two_part_targets", fn, cases)
+    return _run("check_two_part_targets", fn, cases, mistakes=check_two_part_targets.mistakes)

@@ -24,11 +24,6 @@ DEFAULT_DIMS = (1, 2, 3, 5, 8, 12, 20, 32, 50, 80, 128, 200, 320, 512)
 _SAMPLES = 2000  # random queries behind the mean curves of the right panel
 
 
-def _entropy(p: torch.Tensor) -> float:
-    """Entropy in nats of a weight vector (0 log 0 = 0)."""
-    return float(-(p * p.clamp_min(1e-30).log()).sum())
-
-
 class _DimensionRenderer(Renderer):
     """Unscaled beside scaled weights of one query, and the largest weight against d."""
 
@@ -149,11 +144,10 @@ class _DimensionRenderer(Renderer):
         return (
             f"Vectors of size d = {d}. Left: bars of softmax weights of the unscaled dot "
             f"products of one query with {self.n_keys} keys; key {top_u} has the largest "
-            f"weight, {float(unscaled.max()):.2f}, and the entropy is "
-            f"{_entropy(unscaled):.2f} nats. Middle: the same scores divided by the square "
-            f"root of d; the largest weight is {float(scaled.max()):.2f}, on key {top_s}, and "
-            f"the entropy {_entropy(scaled):.2f} nats (uniform weights would have "
-            f"{math.log(self.n_keys):.2f}). Right: the mean largest weight over {_SAMPLES} "
+            f"weight, {float(unscaled.max()):.2f}. Middle: the same scores divided by the "
+            f"square root of d; the largest weight is {float(scaled.max()):.2f}, on key "
+            f"{top_s} (uniform weights would give each key {1 / self.n_keys:.2f}). "
+            f"Right: the mean largest weight over {_SAMPLES} "
             f"random queries against d from {self.dims[0]} to {self.dims[-1]}: unscaled it "
             f"climbs from {self._largest['unscaled'][0]:.2f} to "
             f"{self._largest['unscaled'][-1]:.2f}, scaled it stays between "

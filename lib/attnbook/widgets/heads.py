@@ -9,7 +9,8 @@ and keeps the symbol code. With 2 heads, head 0 looks one token back and head
 fixed and changes only the number of heads h, so only two things change: which
 features share one softmax (head j owns features j*p .. (j+1)*p - 1 of each
 projection, p = 16 / h) and the scale 1/sqrt(p) of the scores. One panel per
-head shows its (queries, keys) weights; unused panels stay empty.
+head shows its (queries, keys) weights; only the heads that exist are drawn,
+so with 2 heads the figure shows two panels, not two among sixteen.
 """
 
 from __future__ import annotations
@@ -74,13 +75,16 @@ class _HeadsRenderer(Renderer):
 
     Every panel is a block of one RGBA picture (colours looked up once, in
     ``__init__``), so a redraw blits one image and one short title. The head
-    numbers are static text above the panels; the picture is transparent over
-    the numbers of the heads in use and opaque white over the others.
+    numbers and the row labels are static text; the picture is transparent
+    over the numbers and labels in use and opaque white (the figure's colour)
+    over the others, so only the heads that exist show: a panel, its frame,
+    its number, and the labels of its row.
     """
 
-    figsize = (8.6, 2.95)
+    figsize = (8.6, 3.15)
     per_row = 8
-    unused = (0.9, 0.9, 0.9)  # the grey of an unused panel
+    margin = 5  # cells left of the panels, for the row labels "head" and "queries"
+    unused = (1.0, 1.0, 1.0)  # an unused slot is painted over in the figure's white
 
     def __init__(self, heads: Sequence[int]) -> None:
         self.heads = list(heads)
@@ -96,36 +100,44 @@ class _HeadsRenderer(Renderer):
             layer(tokens, tokens, tokens)
             self.weights[h] = layer.attention_weights[0].detach().numpy()
             self.pictures[h] = self._picture(self.weights[h])
-        self._big = {h: self._pixels(p) for h, p in self.pictures.items()}  # drawn as is
+        self._big = {h: self._pixels(p, h) for h, p in self.pictures.items()}  # drawn as is
         super().__init__(self.heads[0])
 
     def _origin(self, slot: int) -> tuple[int, int]:
         """Top-left cell (row, column) of panel ``slot`` in the picture.
 
         Each row of panels has a 2-cell strip for the head numbers above it and
-        a 1-cell gap below it.
+        a 2-cell gap below it (the first row's "keys" label sits there); the
+        first ``margin`` columns hold the row labels.
         """
-        return (slot // self.per_row) * (self.n + 3) + 2, (slot % self.per_row) * (self.n + 1)
+        return (
+            (slot // self.per_row) * (self.n + 4) + 2,
+            self.margin + (slot % self.per_row) * (self.n + 1),
+        )
 
     def _picture(self, weights: np.ndarray) -> np.ndarray:
         n = self.n
-        picture = np.zeros((self.rows * (n + 3), self.per_row * (n + 1) - 1, 4))  # clear
+        shape = (self.rows * (n + 4), self.margin + self.per_row * (n + 1) - 1, 4)
+        picture = np.zeros(shape)  # clear
+        white = (*self.unused, 1.0)
         for slot in range(self.slots):
             top, left = self._origin(slot)
             used = slot < len(weights)
             block = picture[top : top + n, left : left + n]
-            block[:] = self.cmap(weights[slot]) if used else (*self.unused, 1.0)
-            picture[top - 2 : top, left : left + n] = 0.0 if used else 1.0  # clear or white
+            block[:] = self.cmap(weights[slot]) if used else white
+            picture[top - 2 : top, left : left + n] = 0.0 if used else white  # its number
+            if slot % self.per_row == 0 and not used:  # a whole row unused: hide its labels
+                picture[top - 2 : top + n, : self.margin] = white
         return picture
 
     cell = 8  # pixels per weight: the picture is drawn unresampled (figimage)
-    origin = (44, 16)  # pixel offset of the picture's lower-left corner
+    origin = (4, 16)  # pixel offset of the picture's lower-left corner
 
     def _build(self, fig: Figure, h: int) -> list:
         picture = self.pictures[h]
         rows, cols = picture.shape[:2]
         c, (x0, y0) = self.cell, self.origin
-        image = fig.figimage(self._pixels(picture), xo=x0, yo=y0, origin="upper")
+        image = fig.figimage(self._pixels(picture, h), xo=x0, yo=y0, origin="upper")
         if fig is getattr(self, "fig", None):
             # The live figure leaves the picture out of its background and pastes
             # the stored pixels in ``rgb`` (matplotlib would resample them).
@@ -145,20 +157,27 @@ class _HeadsRenderer(Renderer):
                 fontsize="small",
                 zorder=0,
             )
-        for row in range(self.rows):
-            top = row * (self.n + 3) + 2
-            fig.text(*at(-0.4, top - 1), "head", ha="right", va="center", fontsize="small")
-            fig.text(
-                *at(-0.6, top + self.n / 2),
-                "queries",
-                ha="right",
-                va="center",
-                fontsize="x-small",
-                rotation=90,
-            )
-        fig.text(*at(self.n / 2, rows - 0.2), "keys", ha="center", va="top", fontsize="x-small")
+        m = self.margin
+        for row in range(self.rows):  # static: the picture hides the labels of unused rows
+            top = row * (self.n + 4) + 2
+            for text, col, at_row, size, angle in (
+                ("head", m - 0.4, top - 1, "small", 0),
+                ("queries", m - 0.6, top + self.n / 2, "x-small", 90),
+            ):
+                fig.text(
+                    *at(col, at_row),
+                    text,
+                    ha="right",
+                    va="center",
+                    fontsize=size,
+                    rotation=angle,
+                    zorder=0,
+                )
+        fig.text(
+            *at(m + self.n / 2, 2 + self.n + 0.2), "keys", ha="center", va="top", fontsize="x-small"
+        )
         cax = fig.add_axes(
-            ((x0 + cols * c + 24) / width, y0 / height, 0.012, (rows - 2) * c / height)
+            ((x0 + cols * c + 24) / width, y0 / height, 0.012, (rows - 3) * c / height)
         )
         bar = fig.colorbar(ScalarMappable(Normalize(0.0, 1.0), self.cmap), cax=cax)
         bar.set_label("weight", fontsize="small")
@@ -175,11 +194,11 @@ class _HeadsRenderer(Renderer):
         title.set_text(self._tail(h))
         return [title]
 
-    def _pixels(self, picture: np.ndarray) -> np.ndarray:
+    def _pixels(self, picture: np.ndarray, used: int) -> np.ndarray:
         """The picture blown up to ``cell`` x ``cell`` pixels per entry, as uint8 RGBA."""
         big = np.repeat(np.repeat(picture, self.cell, axis=0), self.cell, axis=1)
         c, n = self.cell, self.n
-        for slot in range(self.slots):  # a thin grey frame around every panel
+        for slot in range(used):  # a thin grey frame around every panel in use
             top, left = self._origin(slot)
             block = big[top * c : (top + n) * c, left * c : (left + n) * c]
             for edge in (block[0], block[-1], block[:, 0], block[:, -1]):
