@@ -10,11 +10,17 @@ one block of queries against one block of keys at a time, so it never holds
 more than ``block_size x block_size`` scores per sequence, and keeps a running
 maximum, sum and output per query row.
 
+:func:`flash_attention` is the same forward with a backward pass of its own
+(a ``torch.autograd.Function``) that recomputes each tile from the saved
+logsumexp of every row instead of keeping the tiles, as FlashAttention does
+(Dao et al., 2022, section 3.1).
+
 :func:`tile_trace` records what the tiled loop knows after each tile (for the
 chapter's explorer), :func:`naive_attention` is the reference that does build
 the whole matrix, :func:`naive_attention_bytes` counts its memory, and
-:func:`peak_memory` measures the most memory that a function's own tensors
-occupy at once. Everything is plain PyTorch; on a CPU the tiled loop is slower
+:func:`peak_memory` (forward only) and :func:`peak_training_memory` (forward
+and backward) measure the most memory that a function's own tensors occupy at
+once. Everything is plain PyTorch; on a CPU the tiled loop is slower
 than a fused kernel, and its point is the algorithm and the memory.
 """
 
@@ -153,49 +159,29 @@ def _flag(name: str, value: object) -> bool:
     return value
 
 
-def tiled_attention(
+def _tiled_forward(
     queries: torch.Tensor,
     keys: torch.Tensor,
     values: torch.Tensor,
-    block_size: int = 16,
-    causal: bool = False,
-    valid_lens: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Scaled dot-product attention computed tile by tile, never holding all scores.
+    block_size: int,
+    causal: bool,
+    lens: torch.Tensor | None,
+    with_lse: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The tile loop of :func:`tiled_attention`: ``(output, logsumexp)``.
 
-    For each block of ``block_size`` queries the function walks over the keys
-    ``block_size`` at a time. For each tile it computes the (batch, block,
-    block) scores, and updates three running quantities per query row: the
-    maximum score ``m`` seen so far, the sum ``l`` of ``exp(score - m)``, and
-    the unnormalised output ``acc = sum exp(score - m) v``. When ``m`` grows,
-    ``l`` and ``acc`` are first multiplied by ``exp(m_old - m_new)``. After the
-    last tile of a row block the output is ``acc / l``. With ``causal=True``
-    tiles that lie wholly above the diagonal are skipped, and tiles wholly
-    beyond every row's valid length are skipped too.
-
-    Args:
-        queries: (batch, queries, d) floating point.
-        keys: (batch, keys, d), same dtype.
-        values: (batch, keys, d_v), same dtype.
-        block_size: rows and columns of a tile (any integer >= 1; it need not
-            divide the number of queries or keys).
-        causal: if True, query i sees only keys 0..i (the top-left aligned
-            mask of ``scaled_dot_product_attention(..., is_causal=True)``).
-        valid_lens: None, (batch,) or (batch, queries) integer lengths in
-            [0, keys], as in ``masking.masked_softmax``: query i of example b
-            sees keys below ``valid_lens[b]`` (or ``valid_lens[b, i]``). A
-            query that sees no key at all gets an output row of zeros.
-
-    Returns:
-        (batch, queries, d_v), equal to softmax(Q K^T / sqrt(d)) V with the
-        masks applied, up to rounding.
+    ``output`` is (batch, m, d_v); ``logsumexp`` (only ``with_lse``, else
+    None) is (batch, m), each row's ``m + log(l)`` (``-inf`` for a row that
+    sees no key): all a backward pass needs to rebuild any tile of weights
+    (see :func:`flash_attention`).
     """
-    b, m, n, d, d_v = _check_qkv(queries, keys, values)
-    block_size = _block_size(block_size)
-    causal = _flag("causal", causal)
-    lens = None if valid_lens is None else _query_lengths(valid_lens, b, m, n, queries.device)
-    scale = 1.0 / math.sqrt(d)
+    b, m, n = queries.shape[0], queries.shape[1], keys.shape[1]
+    d_v = values.shape[2]
+    scale = 1.0 / math.sqrt(queries.shape[2])
     out = torch.zeros(b, m, d_v, dtype=values.dtype, device=values.device)  # (batch, m, d_v)
+    lse = None
+    if with_lse:
+        lse = torch.full((b, m), -math.inf, dtype=queries.dtype, device=queries.device)  # (b, m)
     for q0 in range(0, m, block_size):
         q1 = min(q0 + block_size, m)
         q_block = queries[:, q0:q1] * scale  # (batch, bq, d)
@@ -226,7 +212,143 @@ def tiled_attention(
         seen = l_run > 0  # (batch, bq): False for a row with no visible key
         safe = torch.where(seen, l_run, torch.ones_like(l_run))
         out[:, q0:q1] = torch.where(seen.unsqueeze(-1), acc / safe.unsqueeze(-1), 0.0)
-    return out
+        if lse is not None:
+            lse[:, q0:q1] = torch.where(seen, m_run + torch.log(safe), -math.inf)
+    return out, lse
+
+
+def tiled_attention(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    block_size: int = 16,
+    causal: bool = False,
+    valid_lens: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Scaled dot-product attention computed tile by tile, never holding all scores.
+
+    For each block of ``block_size`` queries the function walks over the keys
+    ``block_size`` at a time. For each tile it computes the (batch, block,
+    block) scores, and updates three running quantities per query row: the
+    maximum score ``m`` seen so far, the sum ``l`` of ``exp(score - m)``, and
+    the unnormalised output ``acc = sum exp(score - m) v``. When ``m`` grows,
+    ``l`` and ``acc`` are first multiplied by ``exp(m_old - m_new)``. After the
+    last tile of a row block the output is ``acc / l``. With ``causal=True``
+    tiles that lie wholly above the diagonal are skipped, and tiles wholly
+    beyond every row's valid length are skipped too.
+
+    Autograd differentiates through the loop as written, so it keeps every
+    tile for the backward pass: memory quadratic in n again when training.
+    :func:`flash_attention` computes the same forward with a backward pass
+    that recomputes the tiles instead.
+
+    Args:
+        queries: (batch, queries, d) floating point.
+        keys: (batch, keys, d), same dtype.
+        values: (batch, keys, d_v), same dtype.
+        block_size: rows and columns of a tile (any integer >= 1; it need not
+            divide the number of queries or keys).
+        causal: if True, query i sees only keys 0..i (the top-left aligned
+            mask of ``scaled_dot_product_attention(..., is_causal=True)``).
+        valid_lens: None, (batch,) or (batch, queries) integer lengths in
+            [0, keys], as in ``masking.masked_softmax``: query i of example b
+            sees keys below ``valid_lens[b]`` (or ``valid_lens[b, i]``). A
+            query that sees no key at all gets an output row of zeros.
+
+    Returns:
+        (batch, queries, d_v), equal to softmax(Q K^T / sqrt(d)) V with the
+        masks applied, up to rounding.
+    """
+    b, m, n, d, d_v = _check_qkv(queries, keys, values)
+    block_size = _block_size(block_size)
+    causal = _flag("causal", causal)
+    lens = None if valid_lens is None else _query_lengths(valid_lens, b, m, n, queries.device)
+    return _tiled_forward(queries, keys, values, block_size, causal, lens)[0]
+
+
+class _FlashAttention(torch.autograd.Function):
+    """Tiled attention whose backward pass recomputes the tiles (Dao et al. 2022, sec. 3.1).
+
+    The forward saves only the inputs, the output and each row's logsumexp
+    ``L = m + log(l)``; the (n, n) weights are never stored. The backward
+    rebuilds each tile of weights as ``P = exp(S - L)`` and accumulates, with
+    ``D_i = dO_i . O_i`` (one number per row):
+
+        dV += P^T dO,   dP = dO V^T,   dS = P * (dP - D),
+        dQ += dS K / sqrt(d),   dK += dS^T Q / sqrt(d).
+    """
+
+    @staticmethod
+    def forward(ctx, queries, keys, values, block_size, causal):
+        out, lse = _tiled_forward(queries, keys, values, block_size, causal, None, with_lse=True)
+        ctx.save_for_backward(queries, keys, values, out, lse)
+        ctx.block_size, ctx.causal = block_size, causal
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        queries, keys, values, out, lse = ctx.saved_tensors
+        block_size, causal = ctx.block_size, ctx.causal
+        m, n = queries.shape[1], keys.shape[1]
+        scale = 1.0 / math.sqrt(queries.shape[2])
+        grad_q = torch.zeros_like(queries)
+        grad_k = torch.zeros_like(keys)
+        grad_v = torch.zeros_like(values)
+        D = (grad_out * out).sum(dim=-1)  # (batch, m): dO_i . O_i
+        for q0 in range(0, m, block_size):
+            q1 = min(q0 + block_size, m)
+            rows = torch.arange(q0, q1, device=queries.device)
+            q_block = queries[:, q0:q1]  # (batch, bq, d)
+            dO = grad_out[:, q0:q1]  # (batch, bq, d_v)
+            L = lse[:, q0:q1].unsqueeze(-1)  # (batch, bq, 1)
+            stop = min(n, q1) if causal else n
+            for k0 in range(0, stop, block_size):
+                k1 = min(k0 + block_size, n)
+                cols = torch.arange(k0, k1, device=queries.device)
+                scores = q_block @ keys[:, k0:k1].transpose(1, 2) * scale  # (batch, bq, bk)
+                keep = _keep(rows, cols, causal, None)
+                if keep is not None:
+                    scores = scores.masked_fill(~keep, -math.inf)
+                P = torch.exp(scores - L)  # (batch, bq, bk): the tile of weights, rebuilt
+                grad_v[:, k0:k1] += P.transpose(1, 2) @ dO
+                dP = dO @ values[:, k0:k1].transpose(1, 2)  # (batch, bq, bk)
+                dS = P * (dP - D[:, q0:q1].unsqueeze(-1))
+                grad_q[:, q0:q1] += dS @ keys[:, k0:k1] * scale
+                grad_k[:, k0:k1] += dS.transpose(1, 2) @ q_block * scale
+        return grad_q, grad_k, grad_v, None, None
+
+
+def flash_attention(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    block_size: int = 16,
+    causal: bool = False,
+) -> torch.Tensor:
+    """:func:`tiled_attention` with a backward pass that keeps no tile (FlashAttention).
+
+    The forward is the tile loop of :func:`tiled_attention`; it saves the
+    inputs, the output and one number per query row, the logsumexp
+    ``m + log(l)``. The backward pass walks over the tiles again, recomputes
+    each tile of weights from the saved logsumexp and accumulates the
+    gradients of the queries, keys and values tile by tile (Dao et al. 2022,
+    section 3.1). Training memory therefore stays linear in n, where autograd
+    through :func:`tiled_attention` keeps every tile.
+
+    Args:
+        queries: (batch, queries, d) floating point.
+        keys: (batch, keys, d), same dtype.
+        values: (batch, keys, d_v), same dtype.
+        block_size: rows and columns of a tile.
+        causal: if True, query i sees only keys 0..i.
+
+    Returns:
+        (batch, queries, d_v), equal to :func:`tiled_attention`'s output.
+    """
+    _check_qkv(queries, keys, values)
+    block_size = _block_size(block_size)
+    causal = _flag("causal", causal)
+    return _FlashAttention.apply(queries, keys, values, block_size, causal)
 
 
 def naive_attention(
@@ -365,6 +487,7 @@ class _Tracker(TorchDispatchMode):
         self.live = 0
         self.peak = 0
         self.largest = 0
+        self.operators: set[str] = set()  # names of the operators called, e.g. "_softmax"
 
     def _released(self, ref: weakref.ref, key: int) -> None:
         del self.watchers[id(ref)]
@@ -378,6 +501,7 @@ class _Tracker(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
+        self.operators.add(func.overloadpacket.__name__)
         outputs = result if isinstance(result, (tuple, list)) else (result,)
         for out in outputs:
             if not isinstance(out, torch.Tensor):
@@ -408,10 +532,13 @@ class MemoryReport:
         peak: the most bytes that tensors created by the function occupied at
             once (its result included; its inputs excluded).
         largest: the largest single tensor storage it created.
+        operators: the names of the ATen operators it called (e.g.
+            ``"_softmax"`` for ``torch.softmax``), to see which routes it took.
     """
 
     peak: int
     largest: int
+    operators: frozenset[str] = frozenset()
 
 
 def peak_memory(fn: Callable, *args, **kwargs) -> MemoryReport:
@@ -435,4 +562,36 @@ def peak_memory(fn: Callable, *args, **kwargs) -> MemoryReport:
     with torch.no_grad(), tracker:
         result = fn(*args, **kwargs)
     del result
-    return MemoryReport(tracker.peak, tracker.largest)
+    return MemoryReport(tracker.peak, tracker.largest, frozenset(tracker.operators))
+
+
+def peak_training_memory(fn: Callable, *args, **kwargs) -> MemoryReport:
+    """Like :func:`peak_memory`, for a forward *and* backward pass of ``fn``.
+
+    Every floating-point tensor among ``args`` is replaced by a copy that
+    requires gradients (made before the measurement, so it counts as an
+    input); ``fn(*args, **kwargs)`` runs with autograd on, then the backward
+    pass of ``fn(...).sum()``. The peak covers both passes: what autograd saves
+    for the backward pass, the gradients and the backward's temporaries.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
+    leaves = [
+        a.detach().clone().requires_grad_(True)
+        if isinstance(a, torch.Tensor) and a.is_floating_point()
+        else a
+        for a in args
+    ]
+    external = {
+        a.untyped_storage().data_ptr()
+        for a in [*leaves, *kwargs.values()]
+        if isinstance(a, torch.Tensor)
+    }
+    tracker = _Tracker(external)
+    with torch.enable_grad(), tracker:
+        result = fn(*leaves, **kwargs)
+        if not isinstance(result, torch.Tensor) or result.grad_fn is None:
+            raise ValueError("fn must return a tensor that depends on its floating-point inputs")
+        result.sum().backward()
+    del result
+    return MemoryReport(tracker.peak, tracker.largest, frozenset(tracker.operators))

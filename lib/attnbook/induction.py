@@ -509,7 +509,9 @@ class InductionLog:
     """What :func:`train_induction` recorded.
 
     Attributes:
-        losses: training loss (cross-entropy over every position) of every step.
+        losses: training loss of every step: the cross-entropy over every
+            position, or over the second copy's predictable tokens only when
+            trained with ``copy_only=True``.
         steps: steps at which the probe batch was evaluated (0 = before training).
         probe_losses: the probe's loss on the second copy's predictable tokens.
         accuracies: the probe's copy accuracy (:func:`copy_accuracy`).
@@ -558,7 +560,8 @@ def train_induction(
     Every step draws a fresh batch (:func:`make_repeat_batch` with the model's
     vocabulary and length and the options in ``task``) and takes one AdamW step
     (learning rate ``lr``, PyTorch's default weight decay) on the next-token
-    cross-entropy of every position. Every ``record_every`` steps (and at step
+    cross-entropy of every position (``copy_only=True``: of the second copy's
+    predictable tokens only, :meth:`RepeatBatch.copy_positions`). Every ``record_every`` steps (and at step
     0 and the last step) the probe batch (``probe_size`` sequences drawn from
     ``seed + 1``) is evaluated.
 

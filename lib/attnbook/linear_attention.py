@@ -14,11 +14,18 @@ z become running sums over j <= i: a recurrent network whose state has a fixed
 size, however long the sequence. That fixed state is also the price: whatever
 the sequence held must fit into d x d_v numbers.
 
-:func:`linear_attention` computes this with running sums (the recurrent
-form), :func:`linear_attention_weights` builds the equivalent (queries, keys)
-weight matrix (the quadratic form, for pictures and tests), and
-:class:`LinearSelfAttention` is a multi-head self-attention layer with
-learned projections built on it.
+:func:`linear_attention` computes this with running sums (``cumsum``, which
+materialises all n prefix states at once: a (batch, n, d, d_v) tensor; a
+recurrent loop would keep one), :func:`linear_attention_weights` builds the
+equivalent (queries, keys) weight matrix (the quadratic form, for pictures and
+tests), and :class:`LinearSelfAttention` is a multi-head self-attention layer
+with learned projections built on it.
+
+:func:`token_shift` adds to each position the vector of the position before
+it: the sharp "previous token" step that the flat weights of linear attention
+cannot take by themselves, and that recall needs (Based and the Zoology
+models of Arora et al. pair linear attention with short convolutions that do
+this).
 """
 
 from __future__ import annotations
@@ -35,6 +42,22 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     """phi(x) = elu(x) + 1, elementwise: x + 1 for x > 0, exp(x) otherwise; always > 0."""
     x = _validate.tensor("x", x, floating=True)
     return F.elu(x) + 1
+
+
+def token_shift(X: torch.Tensor) -> torch.Tensor:
+    """Each position's vector moved one step later: row i of the result is row i - 1 of X.
+
+    Args:
+        X: (batch, n, D) floating point.
+
+    Returns:
+        (batch, n, D): position 0 is zero, position i holds ``X[:, i - 1]``.
+        Added to a sequence's embeddings, it lets every position see the token
+        before it without any attention: a size-2 causal convolution with fixed
+        weights.
+    """
+    X = _validate.tensor("X", X, ndim=3, floating=True)
+    return F.pad(X, (0, 0, 1, 0))[:, :-1]  # (batch, n, D)
 
 
 def linear_attention_weights(
@@ -96,6 +119,8 @@ def linear_attention(
             f"queries and {n} keys"
         )
     # Running sums over the keys: S_i = sum_{j<=i} phi(k_j) v_j^T, z_i likewise.
+    # cumsum builds every prefix state at once, (b, m, d, d_v): linear in n, but
+    # n times the fixed-size state that a step-by-step recurrence would keep.
     S = torch.cumsum(phi_k[:, :m].unsqueeze(-1) * values[:, :m].unsqueeze(-2), dim=1)
     z = torch.cumsum(phi_k[:, :m], dim=1)  # (b, m, d)
     numerator = (phi_q.unsqueeze(-1) * S).sum(dim=2)  # (b, m, d_v); S is (b, m, d, d_v)

@@ -4,9 +4,11 @@ A sequence first lists ``num_pairs`` (key, value) pairs, then asks for them
 again: each key reappears once, later, and the token after it is its value.
 Predicting that value needs recall: find where the key appeared before and copy
 what followed. Keys come from the lower half of the vocabulary, values from the
-upper half; token 0 fills the slots of the query region that hold no query.
-This is the task on which Arora et al. (2023) measured the recall gap between
-softmax attention and its efficient replacements.
+upper half, both distinct within a sequence (as in Zoology's ``multiquery_ar``);
+token 0 fills the slots of the query region that hold no query (there are none
+when the sequence is exactly 4 * num_pairs long). This is the task on which
+Arora et al. (2023) measured the recall gap between softmax attention and its
+efficient replacements.
 
 :class:`RecallLM` is a decoder-only model: token and learned position
 embeddings, ``num_layers`` pre-LN blocks (causal self-attention and a
@@ -14,7 +16,8 @@ feed-forward network, each inside a residual branch behind a LayerNorm), a
 final LayerNorm and an output layer. The attention is pluggable: ``"softmax"``
 uses ``attnbook.multihead.MultiHeadAttention`` with a causal mask,
 ``"linear"`` uses ``attnbook.linear_attention.LinearSelfAttention``. Nothing
-else differs. :func:`train_mqar` trains it with AdamW on fresh batches and
+else differs, except that ``token_shift=True`` adds to every position the
+embedding of the token before it (``attnbook.linear_attention.token_shift``). :func:`train_mqar` trains it with AdamW on fresh batches and
 records the recall accuracy on a fixed probe batch.
 """
 
@@ -28,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _validate
-from .linear_attention import LinearSelfAttention
+from .linear_attention import LinearSelfAttention, token_shift
 from .multihead import MultiHeadAttention
 
 IGNORE = -100  # target of the positions that are not graded (cross_entropy's ignore_index)
@@ -67,8 +70,8 @@ def make_mqar_batch(
     """Draw a batch of multi-query associative recall.
 
     Positions 0 .. 2 * num_pairs - 1 hold the pairs ``k_0 v_0 k_1 v_1 ...``:
-    distinct keys drawn from 1 .. vocab_size / 2 - 1, values drawn (with
-    repetition) from vocab_size / 2 .. vocab_size - 1. The rest of the sequence
+    distinct keys drawn from 1 .. vocab_size / 2 - 1, distinct values drawn
+    from vocab_size / 2 .. vocab_size - 1. The rest of the sequence
     is split into two-token slots; ``num_pairs`` of them, chosen at random, each
     hold one key (every key once, in random order) followed by its value, and
     the other slots hold ``0 0``. The target at each repeated key is its value.
@@ -99,7 +102,7 @@ def make_mqar_batch(
     half = vocab_size // 2
     # Distinct keys: the first num_pairs of a random order of 1 .. half - 1.
     keys = torch.argsort(torch.rand(batch, half - 1, generator=g), dim=1)[:, :num_pairs] + 1
-    values = torch.randint(half, vocab_size, (batch, num_pairs), generator=g)
+    values = torch.argsort(torch.rand(batch, half, generator=g), dim=1)[:, :num_pairs] + half
     tokens = torch.zeros(batch, length, dtype=torch.long)
     targets = torch.full((batch, length), IGNORE, dtype=torch.long)
     tokens[:, 0 : 2 * num_pairs : 2] = keys
@@ -115,6 +118,26 @@ def make_mqar_batch(
     tokens[rows, where + 1] = values.gather(1, order)
     targets[rows, where] = values.gather(1, order)
     return MQARBatch(tokens, targets)
+
+
+def guessing_accuracy(num_pairs: int, rule_out_asked: bool = False) -> float:
+    """The recall accuracy of guessing among the values in the context, without recall.
+
+    A model that has learnt *which* tokens can be answers (the ``num_pairs``
+    distinct values of the sequence) but not *which key* each belongs to
+    guesses uniformly among them: accuracy ``1 / num_pairs``. With
+    ``rule_out_asked``, it also leaves out the values of the keys already asked
+    (each key is asked once, and its value follows it in the query region): the
+    k-th query then guesses among ``num_pairs - k`` values, and the accuracy is
+    the mean of ``1 / (num_pairs - k)`` over k, ``H(num_pairs) / num_pairs``
+    (H the harmonic number).
+    """
+    num_pairs = _validate.positive_int("num_pairs", num_pairs)
+    if not isinstance(rule_out_asked, bool):
+        raise TypeError(f"rule_out_asked must be True or False, got {rule_out_asked!r}")
+    if not rule_out_asked:
+        return 1.0 / num_pairs
+    return sum(1.0 / (num_pairs - k) for k in range(num_pairs)) / num_pairs
 
 
 def recall_accuracy(logits: torch.Tensor, targets: torch.Tensor) -> float:
@@ -196,6 +219,9 @@ class RecallLM(nn.Module):
         max_len: longest sequence (learned positions).
         ffn_hiddens: hidden units of each block's feed-forward network
             (default 4 * num_hiddens; 0 for attention-only blocks).
+        token_shift: if True, add to each position the embedding of the token
+            before it (:func:`attnbook.linear_attention.token_shift`), so that
+            the first layer need not find the previous token by attention.
         seed: seed of the initialisation (the global RNG is left alone).
 
     ``forward(tokens)`` maps (batch, length) int64 to (batch, length,
@@ -211,12 +237,16 @@ class RecallLM(nn.Module):
         num_heads: int = 1,
         max_len: int = 32,
         ffn_hiddens: int | None = None,
+        token_shift: bool = False,
         seed: int = 0,
     ) -> None:
         super().__init__()
         if attention not in ATTENTION_KINDS:
             raise ValueError(f"attention must be one of {ATTENTION_KINDS}, got {attention!r}")
         self.kind = attention
+        if not isinstance(token_shift, bool):
+            raise TypeError(f"token_shift must be True or False, got {token_shift!r}")
+        self.token_shift = token_shift
         vocab_size = _validate.positive_int("vocab_size", vocab_size)
         num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
         num_layers = _validate.positive_int("num_layers", num_layers)
@@ -255,7 +285,10 @@ class RecallLM(nn.Module):
         n = tokens.shape[1]
         if n > self.max_len:
             raise ValueError(f"tokens must have at most max_len={self.max_len} positions, got {n}")
-        X = self.embedding(tokens) + self.positions[:n]  # (batch, n, D)
+        embedded = self.embedding(tokens)  # (batch, n, D)
+        X = embedded + self.positions[:n]
+        if self.token_shift:
+            X = X + token_shift(embedded)  # position i also holds token i - 1
         for block in self.blocks:
             X = block(X)
         return self.output(self.norm(X))  # (batch, n, vocab_size)

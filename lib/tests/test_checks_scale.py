@@ -174,7 +174,11 @@ def test_checker_rejects_a_known_mistake_and_names_the_case(name, broken, case):
     line = next(
         line for line in repr(report).splitlines() if line.startswith("  FAIL  ") and case in line
     )
-    assert "(hint: " in line and line.rstrip(")").endswith("in Attention at Scale")
+    # Each of these independently written mistakes is one the checker knows: it is
+    # named in one line (in place of the case hints), with the section to read.
+    text = repr(report)
+    assert "(hint: " not in line and "Likely mistake" in text
+    assert text.rstrip().endswith("in Attention at Scale")
 
 
 def test_the_checkers_are_in_the_package():
@@ -186,6 +190,51 @@ def test_online_softmax_without_rescaling_passes_only_the_single_block_case():
     assert [line for line in report.lines if line.startswith("  ok")] == [
         "  ok    block_size larger than the row"
     ]
+
+
+def test_online_softmax_rejects_torch_softmax():
+    report = checks.check_online_softmax(lambda X, block_size: F.softmax(X, dim=-1))
+    assert len(report.failures) == len(report.lines)
+    assert report.mistake == "torch.softmax"
+    assert "it calls torch.softmax" in repr(report)
+
+
+@pytest.mark.parametrize(
+    "shortcut",
+    [
+        lambda q, k, v, b: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda q, k, v, b: F.scaled_dot_product_attention(
+            q[:, None], k[:, None], v[:, None], is_causal=True
+        )[:, 0],  # 4-D: the fused CPU kernel, whose scratch memory the tracker cannot see
+        lambda q, k, v, b: (
+            torch.softmax(
+                (q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])).masked_fill(
+                    torch.ones(q.shape[1], q.shape[1], dtype=torch.bool).triu(1), -math.inf
+                ),
+                dim=-1,
+            )
+            @ v
+        ),
+    ],
+    ids=["sdpa", "sdpa-4d", "softmax"],
+)
+def test_tiled_causal_rejects_sdpa_and_softmax(shortcut):
+    report = checks.check_tiled_causal(shortcut)
+    assert len(report.failures) == len(report.lines)
+    assert report.mistake == "SDPA"
+
+
+def test_tiled_causal_rejects_the_whole_matrix_built_by_hand():
+    def by_hand(q, k, v, block_size):
+        n = q.shape[1]
+        scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
+        weights = torch.exp(scores - scores.amax(-1, keepdim=True))
+        return (weights / weights.sum(-1, keepdim=True)) @ v
+
+    report = checks.check_tiled_causal(by_hand)
+    assert report.failures == ["n=256, d=8, block_size=32: no tensor near n x n"]
+    assert report.mistake == "the whole matrix"
 
 
 def test_tiled_causal_off_by_one_fails_every_case():

@@ -220,3 +220,118 @@ def test_bad_input():
         flash.online_softmax(torch.arange(4))
     with pytest.raises(TypeError, match="fn must be callable"):
         flash.peak_memory(3)
+
+
+# ---------------------------------------------------------------- the FlashAttention backward
+
+
+@st.composite
+def small_problems(draw):
+    b = draw(st.integers(1, 2))
+    m = draw(st.integers(1, 9))
+    n = draw(st.integers(m, 11))  # causal needs every query to see key 0 at least
+    d = draw(st.integers(1, 5))
+    d_v = draw(st.integers(1, 4))
+    block = draw(st.integers(1, 12))
+    causal = draw(st.booleans())
+    seed = draw(st.integers(0, 2**16))
+    g = torch.Generator().manual_seed(seed)
+    q, k = (2 * torch.randn(b, size, d, generator=g, dtype=torch.float64) for size in (m, n))
+    v = torch.randn(b, n, d_v, generator=g, dtype=torch.float64)
+    return q, k, v, block, causal
+
+
+@given(small_problems())
+@settings(max_examples=30, deadline=None)
+def test_flash_attention_passes_gradcheck(problem):
+    q, k, v, block, causal = problem
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+    assert torch.autograd.gradcheck(
+        lambda a, b, c: flash.flash_attention(a, b, c, block_size=block, causal=causal), leaves
+    )
+
+
+@given(small_problems(), st.integers(0, 2**16))
+@settings(max_examples=30, deadline=None)
+def test_flash_attention_gradients_match_autograd_of_sdpa(problem, seed):
+    q, k, v, block, causal = problem
+    upstream = torch.randn(
+        q.shape[0],
+        q.shape[1],
+        v.shape[2],
+        dtype=q.dtype,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    results = []
+    for fn in (
+        lambda a, b, c: flash.flash_attention(a, b, c, block_size=block, causal=causal),
+        lambda a, b, c: sdpa(a, b, c, causal=causal),
+    ):
+        leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+        out = fn(*leaves)
+        results.append((out, *torch.autograd.grad((out * upstream).sum(), leaves)))
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-8)
+
+
+def test_flash_attention_forward_is_tiled_attention():
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 37, 8, generator=g) for _ in range(3))
+    for causal in (False, True):
+        torch.testing.assert_close(
+            flash.flash_attention(q, k, v, block_size=8, causal=causal),
+            flash.tiled_attention(q, k, v, block_size=8, causal=causal),
+            atol=0,
+            rtol=0,
+        )
+
+
+def test_flash_attention_training_memory_is_linear_and_autograd_through_tiles_is_not():
+    g = torch.Generator().manual_seed(0)
+    naive, tiled, fa = [], [], []
+    for n in (256, 512, 1024):
+        q, k, v = (torch.randn(1, n, 16, generator=g) for _ in range(3))
+        naive.append(flash.peak_training_memory(flash.naive_attention, q, k, v).peak)
+        tiled.append(flash.peak_training_memory(flash.tiled_attention, q, k, v, block_size=64).peak)
+        fa.append(flash.peak_training_memory(flash.flash_attention, q, k, v, block_size=64).peak)
+    # Autograd saves the n x n weights of the naive layer and every tile of the loop:
+    # both at least one n x n float32 matrix, fourfold per doubling.
+    for n, a, b in zip((256, 512, 1024), naive, tiled):
+        assert a >= n * n * 4 and b >= n * n * 4
+    assert naive[2] / naive[1] > 3.5 and tiled[2] / tiled[1] > 3.5
+    # The recomputing backward keeps O(n) numbers: about twice as much per doubling,
+    # and far below one n x n matrix at n = 1024.
+    assert fa[2] / fa[1] < 2.2 and fa[2] < 1024 * 1024 * 4 / 4
+
+
+def test_peak_training_memory_counts_the_backward_pass():
+    x = torch.ones(1000)  # 4000 bytes
+
+    def square(t):
+        return t * t  # saves t (an input, not counted); the gradient is 4000 bytes
+
+    forward_only = flash.peak_memory(square, x)
+    training = flash.peak_training_memory(square, x)
+    assert forward_only.peak == 4000
+    assert training.peak >= 8000  # the output and the input's gradient, at least
+    assert "mul" in training.operators
+    with pytest.raises(ValueError, match="depends on its floating-point inputs"):
+        flash.peak_training_memory(lambda t: torch.ones(3), x)
+
+
+def test_peak_memory_names_the_operators():
+    x = torch.randn(4, 5)
+    assert "_softmax" in flash.peak_memory(torch.softmax, x, -1).operators
+    assert "_softmax" not in flash.peak_memory(flash.online_softmax, x, 2).operators
+
+
+def test_flash_attention_bad_input():
+    q = torch.randn(2, 4, 3)
+    with pytest.raises(ValueError, match="block_size must be >= 1, got 0"):
+        flash.flash_attention(q, q, q, block_size=0)
+    with pytest.raises(TypeError, match="causal must be True or False, got 1"):
+        flash.flash_attention(q, q, q, causal=1)
+    with pytest.raises(ValueError, match="keys must have as many features as queries"):
+        flash.flash_attention(q, torch.randn(2, 4, 5), q)
+    with pytest.raises(TypeError, match="fn must be callable"):
+        flash.peak_training_memory(3)

@@ -102,6 +102,7 @@ def test_mqar_batch_structure():
         keys, values = row[0:16:2], row[1:16:2]
         assert len(set(keys.tolist())) == 8 and bool((keys >= 1).all() & (keys < 64).all())
         assert bool((values >= 64).all() & (values < 128).all())
+        assert len(set(values.tolist())) == 8
         graded = (target != mqar.IGNORE).nonzero().flatten()
         assert len(graded) == 8 and bool((graded >= 16).all())
         for position in graded.tolist():
@@ -115,6 +116,60 @@ def test_mqar_batch_structure():
         assert bool((row[rest] == 0).all())
     again = mqar.make_mqar_batch(50, seed=3)
     assert torch.equal(again.tokens, tokens) and torch.equal(again.targets, targets)
+
+
+def test_token_shift_moves_each_row_one_step_later():
+    X = torch.randn(2, 5, 3)
+    shifted = la.token_shift(X)
+    for i in range(5):  # the loop reference
+        expected = torch.zeros(2, 3) if i == 0 else X[:, i - 1]
+        assert torch.equal(shifted[:, i], expected)
+    assert torch.equal(la.token_shift(torch.randn(1, 1, 4)), torch.zeros(1, 1, 4))
+    with pytest.raises(ValueError, match="X must be 3-D"):
+        la.token_shift(torch.randn(4, 3))
+
+
+def test_recall_lm_with_token_shift_adds_the_previous_embedding():
+    tokens = torch.randint(16, (2, 6), generator=torch.Generator().manual_seed(1))
+    plain = mqar.RecallLM("linear", vocab_size=16, num_hiddens=8, max_len=6, seed=2)
+    shifted = mqar.RecallLM(
+        "linear", vocab_size=16, num_hiddens=8, max_len=6, token_shift=True, seed=2
+    )
+    shifted.load_state_dict(plain.state_dict())  # the same parameters: no new ones
+    embedded = plain.embedding(tokens)
+    previous = torch.cat([torch.zeros(2, 1, 8), embedded[:, :-1]], dim=1)
+    captured = []
+    hook = plain.blocks[0].register_forward_pre_hook(lambda m, args: captured.append(args[0]))
+    plain(tokens)
+    hook.remove()
+    hook = shifted.blocks[0].register_forward_pre_hook(lambda m, args: captured.append(args[0]))
+    shifted(tokens)
+    hook.remove()
+    torch.testing.assert_close(captured[1], captured[0] + previous)
+    with pytest.raises(TypeError, match="token_shift must be True or False"):
+        mqar.RecallLM(token_shift=1)
+
+
+def test_guessing_accuracy_matches_a_simulation_of_the_strategy():
+    batch = mqar.make_mqar_batch(4000, num_pairs=4, vocab_size=32, length=16, seed=5)
+    g = torch.Generator().manual_seed(6)
+    hits = {False: 0, True: 0}
+    total = 0
+    for row, target in zip(batch.tokens, batch.targets):
+        values = row[1:8:2].tolist()
+        asked = []
+        for position in (target != mqar.IGNORE).nonzero().flatten().tolist():
+            for rule_out in (False, True):
+                pool = [v for v in values if not (rule_out and v in asked)]
+                guess = pool[int(torch.randint(len(pool), (1,), generator=g))]
+                hits[rule_out] += guess == int(target[position])
+            asked.append(int(target[position]))
+            total += 1
+    assert abs(hits[False] / total - mqar.guessing_accuracy(4)) < 0.01
+    assert abs(hits[True] / total - mqar.guessing_accuracy(4, rule_out_asked=True)) < 0.01
+    assert mqar.guessing_accuracy(4, rule_out_asked=True) == (1 + 1 / 2 + 1 / 3 + 1 / 4) / 4
+    with pytest.raises(TypeError, match="rule_out_asked must be True or False"):
+        mqar.guessing_accuracy(4, rule_out_asked="yes")
 
 
 def test_recall_accuracy():

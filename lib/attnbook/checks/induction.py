@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 import torch
 
-from ._core import CheckReport, _generator, _run, _see
+from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 
 _INDUCTION = "Induction Heads: Attention That Copies"
+_PATTERNS = _see("Finding heads by their patterns", _INDUCTION)
 
 
 def _causal_random(batch: int, heads: int, n: int, g: torch.Generator) -> torch.Tensor:
@@ -26,6 +27,48 @@ def _shifted(n: int, offset: int) -> torch.Tensor:
     return pattern
 
 
+def _diagonal_mean(weights: torch.Tensor, offset: int) -> torch.Tensor:
+    return weights.diagonal(offset=offset, dim1=-2, dim2=-1).mean(dim=(0, 2))
+
+
+def _previous_with_query_0(weights: torch.Tensor) -> torch.Tensor:
+    n = weights.shape[-1]
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).sum(dim=-1).mean(0) / n
+
+
+@knows(
+    Mistake(
+        "the diagonal",
+        lambda w: _diagonal_mean(w, 0),
+        "this looks like the weight of each query on itself (the main diagonal, offset 0); "
+        "the previous token of query i is key i - 1, one below the diagonal (offset=-1); "
+        + _PATTERNS,
+    ),
+    Mistake(
+        "the next token",
+        lambda w: _diagonal_mean(w, 1),
+        "this looks like the weight on key i + 1 (offset=+1), above the diagonal, where a "
+        "causal head puts nothing; the previous token is key i - 1 (offset=-1); " + _PATTERNS,
+    ),
+    Mistake(
+        "counts query 0",
+        _previous_with_query_0,
+        "this looks like an average over all n queries: query 0 has no previous token, so "
+        "divide by the n - 1 queries 1 .. n - 1 only; " + _PATTERNS,
+    ),
+    Mistake(
+        "per sequence",
+        lambda w: w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1),
+        "this looks like one score per sequence and head, (batch, heads): average over the "
+        "batch too, one number per head; " + _PATTERNS,
+    ),
+    Mistake(
+        "a sum",
+        lambda w: w.diagonal(offset=-1, dim1=-2, dim2=-1).sum(dim=(0, 2)),
+        "this looks like a sum over the queries and the batch: the score is their average, "
+        "so that a perfect previous-token head scores 1; " + _PATTERNS,
+    ),
+)
 def check_previous_token_score(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
     """Check ``fn(weights)``: each head's previous-token score.
 
@@ -44,11 +87,11 @@ def check_previous_token_score(fn: Callable[[torch.Tensor], torch.Tensor]) -> Ch
     random = _causal_random(3, 2, 7, g)
     hint_diag = (
         "the previous token of query i is key i - 1, one below the diagonal (the diagonal is "
-        "the query itself); " + _see("Finding heads by their patterns", _INDUCTION)
+        "the query itself); " + _PATTERNS
     )
     hint_zero = (
         "query 0 has no previous token: average over queries 1 .. n - 1 only, and over the "
-        "batch, one number per head; " + _see("Finding heads by their patterns", _INDUCTION)
+        "batch, one number per head; " + _PATTERNS
     )
     cases = [
         (
@@ -70,9 +113,54 @@ def check_previous_token_score(fn: Callable[[torch.Tensor], torch.Tensor]) -> Ch
             hint_zero,
         ),
     ]
-    return _run("check_previous_token_score", fn, cases)
+    return _run(
+        "check_previous_token_score", fn, cases, mistakes=check_previous_token_score.mistakes
+    )
 
 
+def _picked(weights, first, second, segment, query_shift=0, key_shift=1, steps=None):
+    """Mean over j and the batch of the weight at (second + j + query_shift, first + j + key_shift)."""
+    steps = segment if steps is None else steps
+    offsets = torch.arange(steps)
+    queries = second.unsqueeze(1) + offsets + query_shift  # (batch, steps)
+    keys = first.unsqueeze(1) + offsets + key_shift  # (batch, steps)
+    rows = torch.arange(weights.shape[0]).unsqueeze(1)
+    return weights.permute(0, 2, 3, 1)[rows, queries, keys].mean(dim=(0, 1))  # (heads,)
+
+
+@knows(
+    Mistake(
+        "the copy itself",
+        lambda w, f, s, n: _picked(w, f, s, n, key_shift=0),
+        "this looks like the weight on first + j, the earlier copy of the query's own token; "
+        "an induction head looks one step past it, at first + j + 1, the token to copy; "
+        + _PATTERNS,
+    ),
+    Mistake(
+        "two steps past",
+        lambda w, f, s, n: _picked(w, f, s, n, key_shift=2),
+        "this looks like the weight on first + j + 2, one step too far: the token to copy "
+        "stands at first + j + 1; " + _PATTERNS,
+    ),
+    Mistake(
+        "the previous-token score",
+        lambda w, f, s, n: _diagonal_mean(w, -1),
+        "this looks like the previous-token score (weight on key i - 1): the induction score "
+        "reads only the queries of the second copy, second + j, at key first + j + 1; " + _PATTERNS,
+    ),
+    Mistake(
+        "the first sequence's copies",
+        lambda w, f, s, n: _picked(w, f[:1].expand_as(f), s[:1].expand_as(s), n),
+        "this looks like the copies of sequence 0 used for every sequence: each sequence "
+        "has its own first[b] and second[b]; " + _PATTERNS,
+    ),
+    Mistake(
+        "one query short",
+        lambda w, f, s, n: _picked(w, f, s, n, steps=n - 1),
+        "this looks like an average over j = 0 .. segment - 2 only: the score reads every "
+        "query of the second copy, j = 0 .. segment - 1; " + _PATTERNS,
+    ),
+)
 def check_induction_score(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], torch.Tensor],
 ) -> CheckReport:
@@ -106,11 +194,11 @@ def check_induction_score(
     hint = (
         "an induction head at the query second + j looks at first + j + 1, the token AFTER "
         "the earlier copy of the current token (not first + j, the copy itself, and not "
-        "the previous position); " + _see("Finding heads by their patterns", _INDUCTION)
+        "the previous position); " + _PATTERNS
     )
     hint_batch = (
         "each sequence has its own first and second; average over j = 0 .. segment - 1 and "
-        "the batch, one number per head; " + _see("Finding heads by their patterns", _INDUCTION)
+        "the batch, one number per head; " + _PATTERNS
     )
     cases = [
         (
@@ -126,4 +214,4 @@ def check_induction_score(
             hint_batch,
         ),
     ]
-    return _run("check_induction_score", fn, cases)
+    return _run("check_induction_score", fn, cases, mistakes=check_induction_score.mistakes)

@@ -1,18 +1,121 @@
 """Checkers of chapter 12, Attention at Scale: the memory of naive attention,
-online softmax and tiled causal attention."""
+online softmax and tiled causal attention.
+
+The last two exercises forbid shortcuts: an online softmax that calls
+``torch.softmax``, or a tiled attention that calls
+``scaled_dot_product_attention`` or builds the whole n x n matrix, computes the
+right numbers the wrong way. Their checkers run the reader's function under
+the memory tracker of ``attnbook.flash`` and reject such routes.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
-from ._core import CheckReport, _generator, _run, _see
+from ..flash import _Tracker
+from ._core import CheckReport, Mistake, _generator, _Problem, _run, _see, knows
 
 _SCALE = "Attention at Scale"
+_ONLINE = _see("Online softmax", _SCALE)
+_TILED = _see("Tiled attention with a causal mask", _SCALE)
+_MEMORY = _see("How much memory naive attention needs", _SCALE)
 
 
+class _Forbidden(_Problem):
+    """The reader's function called an operator its exercise replaces."""
+
+
+class _TooLarge(_Problem):
+    """The reader's function built a tensor as large as the n x n matrix it must avoid."""
+
+
+def _watched(forbidden: tuple[str, ...], what: str, largest: int | None = None) -> Callable:
+    """A probe that runs a function under the memory tracker and rejects shortcuts.
+
+    It raises :class:`_Forbidden` if an ATen operator whose name contains one
+    of ``forbidden`` was called (``what`` names the shortcut), and
+    :class:`_TooLarge` if a single tensor of more than ``largest`` bytes was
+    created.
+    """
+
+    def probe(fn: Callable) -> Callable:
+        def run(*args):
+            external = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+            tracker = _Tracker(external)
+            with torch.no_grad(), tracker:
+                result = fn(*args)
+            called = sorted(op for op in tracker.operators if any(f in op for f in forbidden))
+            if called:
+                raise _Forbidden(f"it calls {what} (the operator {called[0]})")
+            if largest is not None and tracker.largest > largest:
+                raise _TooLarge(
+                    f"it created a tensor of {tracker.largest} bytes, as large as the n x n "
+                    f"matrix of scores ({largest * 4} bytes here): the exercise computes "
+                    "attention without it"
+                )
+            return result
+
+        return run
+
+    return probe
+
+
+# ---------------------------------------------------------------- the memory of naive attention
+
+
+def _bytes_of(dtype: torch.dtype) -> int:
+    return torch.tensor([], dtype=dtype).element_size()
+
+
+def _as_bytes(fn: Callable) -> Callable:
+    """A probe turning the reader's answer (int, float or one-element tensor) into a tensor."""
+
+    def run(*args):
+        got = fn(*args)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            raise TypeError(f"expected a number of bytes, got {type(got).__name__}")
+        return torch.tensor(float(got), dtype=torch.float64)
+
+    return run
+
+
+@knows(
+    Mistake(
+        "bits",
+        lambda n, h, dtype: 8 * n * n * h * _bytes_of(dtype),
+        "this looks like bits, 8 times too many: torch.finfo(dtype).bits counts bits, and a "
+        "byte holds 8 of them; " + _MEMORY,
+    ),
+    Mistake(
+        "one head",
+        lambda n, h, dtype: n * n * _bytes_of(dtype),
+        "this looks like the weights of one head: each of the num_heads heads keeps its own "
+        "n x n matrix; " + _MEMORY,
+    ),
+    Mistake(
+        "always float32",
+        lambda n, h, dtype: n * n * h * 4,
+        "this looks like 4 bytes per number whatever the dtype: float16 and bfloat16 take 2, "
+        "float64 takes 8; " + _MEMORY,
+    ),
+    Mistake(
+        "n, not n squared",
+        lambda n, h, dtype: n * h * _bytes_of(dtype),
+        "this looks like n numbers per head: the weights are an n x n matrix, n * n numbers "
+        "per head; " + _MEMORY,
+    ),
+    Mistake(
+        "in GiB",
+        lambda n, h, dtype: n * n * h * _bytes_of(dtype) / 2**30,
+        "this looks like the answer in GiB (divided by 2**30): the checker wants bytes; " + _MEMORY,
+    ),
+)
 def check_attention_memory(fn: Callable[[int, int, torch.dtype], int]) -> CheckReport:
     """Check ``fn(n, num_heads, dtype)``: the bytes of the attention weights that
     naive attention stores for one sequence in one layer (n x n per head).
@@ -23,15 +126,6 @@ def check_attention_memory(fn: Callable[[int, int, torch.dtype], int]) -> CheckR
     """
     if not callable(fn):
         raise TypeError(f"fn must be a function, got {fn!r}")
-
-    def wrapped(*args):
-        got = fn(*args)
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
-            raise TypeError(f"expected a number of bytes, got {type(got).__name__}")
-        return torch.tensor(float(got), dtype=torch.float64)
-
     sizes = {torch.float16: 2, torch.bfloat16: 2, torch.float32: 4, torch.float64: 8}
     cases = []
     for n, heads, dtype in (
@@ -47,12 +141,85 @@ def check_attention_memory(fn: Callable[[int, int, torch.dtype], int]) -> CheckR
                 torch.tensor(float(n * n * heads * sizes[dtype]), dtype=torch.float64),
                 "each head stores an n x n matrix, and each entry takes the dtype's size in "
                 "bytes (2 for float16 and bfloat16, 4 for float32, 8 for float64), not bits; "
-                + _see("How much memory naive attention needs", _SCALE),
+                + _MEMORY,
             )
         )
-    return _run("check_attention_memory", wrapped, cases)
+    return _run(
+        "check_attention_memory",
+        fn,
+        cases,
+        mistakes=check_attention_memory.mistakes,
+        probe=_as_bytes,
+    )
 
 
+# ---------------------------------------------------------------- online softmax
+
+
+def _online(X: torch.Tensor, block_size: int, rescale: bool = True, guard: bool = True, sign=1):
+    """An online softmax with switchable parts, for the known mistakes."""
+    m = torch.full(X.shape[:-1], -math.inf, dtype=X.dtype)
+    l = torch.zeros(X.shape[:-1], dtype=X.dtype)
+    for start in range(0, X.shape[-1], block_size):
+        block = X[..., start : start + block_size]
+        m_new = torch.maximum(m, block.amax(dim=-1))
+        shift = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new) if guard else m_new
+        factor = torch.exp(sign * (m - shift)) if rescale else 1.0
+        if not guard and not rescale:
+            factor = 1.0
+        l = l * factor + torch.exp(block - shift.unsqueeze(-1)).sum(dim=-1)
+        m = m_new
+    return torch.exp(X - m.unsqueeze(-1)) / l.unsqueeze(-1)
+
+
+def _online_no_max(X: torch.Tensor, block_size: int) -> torch.Tensor:
+    l = torch.zeros(X.shape[:-1], dtype=X.dtype)
+    for start in range(0, X.shape[-1], block_size):
+        l = l + torch.exp(X[..., start : start + block_size]).sum(dim=-1)
+    return torch.exp(X) / l.unsqueeze(-1)
+
+
+@knows(
+    Mistake(
+        "torch.softmax",
+        lambda X, block_size: torch.softmax(X, dim=-1),
+        "this calls torch.softmax (or F.softmax), which the exercise replaces: keep a running "
+        "maximum m and a running sum l per row, block by block; " + _ONLINE,
+    ),
+    Mistake(
+        "no rescale",
+        lambda X, block_size: _online(X, block_size, rescale=False),
+        "this looks like an update that forgets to rescale: when a block raises the maximum "
+        "from m to m', multiply the sum so far by exp(m - m') before adding the block's "
+        "terms; " + _ONLINE,
+    ),
+    Mistake(
+        "no rescale, no guard",
+        lambda X, block_size: _online(X, block_size, rescale=False, guard=False),
+        "this looks like an update that forgets to rescale (multiply the sum by exp(m - m') "
+        "when the maximum grows) and also subtracts m while it is still -inf, which turns a "
+        "fully masked block into NaN; " + _ONLINE,
+    ),
+    Mistake(
+        "rescaled the wrong way",
+        lambda X, block_size: _online(X, block_size, sign=-1),
+        "this looks like the factor exp(m' - m) instead of exp(m - m'): the old terms must "
+        "shrink, by a factor at most 1, when the maximum grows; " + _ONLINE,
+    ),
+    Mistake(
+        "no guard for -inf",
+        lambda X, block_size: _online(X, block_size, guard=False),
+        "exp(-inf - (-inf)) is NaN: while a row has seen only -inf (masked entries), its "
+        "running maximum is -inf; subtract 0 there instead (torch.where on torch.isinf); "
+        + _ONLINE,
+    ),
+    Mistake(
+        "no maximum",
+        _online_no_max,
+        "this looks like exp(x) with no maximum subtracted: exp overflows beyond x = 88.7 "
+        "(709.8 in float64); subtract the running maximum before exponentiating; " + _ONLINE,
+    ),
+)
 def check_online_softmax(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> CheckReport:
     """Check ``fn(X, block_size)``: the softmax of X over its last axis, computed
     block by block with a running maximum and a running sum.
@@ -60,7 +227,7 @@ def check_online_softmax(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Che
     The cases include rows whose maximum grows from block to block (the running
     sum must be rescaled each time), scores large enough to overflow ``exp``
     without the maximum subtracted, masked entries (-inf), and block sizes that
-    do not divide the row.
+    do not divide the row. A function that calls ``torch.softmax`` is rejected.
     """
     g = _generator(12)
     rising = torch.arange(12, dtype=torch.float32).repeat(2, 1) + torch.randn(2, 12, generator=g)
@@ -81,22 +248,128 @@ def check_online_softmax(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Che
         ("block_size larger than the row", (torch.randn(4, 5, generator=g), 8), "basic"),
     ]
     hints = {
-        "basic": "the result is exp(x - m) / l with the final m and l of each row; "
-        + _see("Online softmax", _SCALE),
+        "basic": "the result is exp(x - m) / l with the final m and l of each row; " + _ONLINE,
         "rescale": "when a block raises the running maximum from m to m', multiply the sum so "
-        "far by exp(m - m') before adding the block's terms; " + _see("Online softmax", _SCALE),
-        "overflow": "subtract the running maximum before exponentiating, in the sum as in the "
-        "result; " + _see("Online softmax", _SCALE),
+        "far by exp(m - m') before adding the block's terms; " + _ONLINE,
+        "overflow": "these rows' maxima change by hundreds from block to block: inf or NaN "
+        "means exp overflowed (subtract the running maximum first), a wrong finite value means "
+        "the sum was not rescaled when the maximum grew; " + _ONLINE,
         "masked": "exp(-inf - m) is 0, but a block that is all -inf must not turn m into NaN; "
-        + _see("Online softmax", _SCALE),
+        + _ONLINE,
     }
     return _run(
         "check_online_softmax",
         fn,
         [(text, args, torch.softmax(args[0], dim=-1), hints[kind]) for text, args, kind in cases],
+        mistakes=check_online_softmax.mistakes,
+        probe=_watched(("softmax",), "torch.softmax, which the exercise replaces"),
     )
 
 
+# ---------------------------------------------------------------- tiled causal attention
+
+
+def _tiled(
+    q, k, v, block_size, visible=None, last=None, rescale=True, rescale_acc=True, scaled=True
+):
+    """A tiled causal attention with switchable parts, for the known mistakes."""
+    visible = visible or (lambda cols, rows: cols <= rows)
+    last = last or (lambda q1: q1)
+    b, n, d = q.shape
+    scale = 1 / math.sqrt(d) if scaled else 1.0
+    out = torch.zeros(b, n, v.shape[-1], dtype=v.dtype)
+    for q0 in range(0, n, block_size):
+        q1 = min(q0 + block_size, n)
+        rows = torch.arange(q0, q1)[:, None]
+        m = torch.full((b, q1 - q0), -math.inf, dtype=q.dtype)
+        l = torch.zeros(b, q1 - q0, dtype=q.dtype)
+        acc = torch.zeros(b, q1 - q0, v.shape[-1], dtype=v.dtype)
+        for k0 in range(0, max(0, min(last(q1), n)), block_size):
+            k1 = min(k0 + block_size, n)
+            s = q[:, q0:q1] @ k[:, k0:k1].transpose(1, 2) * scale
+            s = s.masked_fill(~visible(torch.arange(k0, k1)[None, :], rows), -math.inf)
+            new = torch.maximum(m, s.amax(-1))
+            shift = torch.where(torch.isinf(new), torch.zeros_like(new), new)
+            p = torch.exp(s - shift[..., None])
+            factor = torch.exp(m - shift) if rescale else torch.ones_like(m)
+            l = l * factor + p.sum(-1)
+            acc_factor = factor if rescale_acc else torch.ones_like(m)
+            acc = acc * acc_factor[..., None] + p @ v[:, k0:k1]
+            m = new
+        out[:, q0:q1] = torch.where(l[..., None] > 0, acc / l.clamp_min(1e-30)[..., None], 0.0)
+    return out
+
+
+def _naive_causal(q, k, v, block_size):
+    """The whole matrix, masked and normalised by hand (no softmax call)."""
+    n = q.shape[1]
+    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])  # (batch, n, n)
+    scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True) @ v
+
+
+@knows(
+    Mistake(
+        "SDPA",
+        lambda q, k, v, block_size: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        "this calls scaled_dot_product_attention (or a softmax), which the exercise replaces: "
+        "walk over the tiles with a running maximum, sum and output per row; " + _TILED,
+    ),
+    Mistake(
+        "the whole matrix",
+        _naive_causal,
+        "this builds the whole n x n matrix of scores at once: the exercise computes one "
+        "block_size x block_size tile at a time and never holds more; " + _TILED,
+    ),
+    Mistake(
+        "off by one",
+        lambda q, k, v, b: _tiled(q, k, v, b, visible=lambda cols, rows: cols < rows),
+        "this looks like the mask j < i: query i sees itself too, keep key j when j <= i "
+        "(query 0 then sees key 0 and is never empty); " + _TILED,
+    ),
+    Mistake(
+        "one key too far",
+        lambda q, k, v, b: _tiled(
+            q, k, v, b, visible=lambda cols, rows: cols <= rows + 1, last=lambda q1: q1 + 1
+        ),
+        "this looks like the mask j <= i + 1: each query also sees the next key, the future; "
+        "keep key j when j <= i; " + _TILED,
+    ),
+    Mistake(
+        "skips the diagonal tiles",
+        lambda q, k, v, b: _tiled(q, k, v, b, last=lambda q1: q1 - b),
+        "this looks like a key loop that stops before the diagonal tile: the tile the diagonal "
+        "crosses holds each query's own key and must be computed, masked inside; " + _TILED,
+    ),
+    Mistake(
+        "not causal",
+        lambda q, k, v, b: _tiled(
+            q, k, v, b, visible=lambda cols, rows: cols >= 0, last=lambda q1: 10**9
+        ),
+        "this looks like attention without the causal mask: query i must not see keys after "
+        "i; skip the tiles above the diagonal and mask inside the diagonal ones; " + _TILED,
+    ),
+    Mistake(
+        "no 1/sqrt(d)",
+        lambda q, k, v, b: _tiled(q, k, v, b, scaled=False),
+        "this looks like scores without the factor 1/sqrt(d): scaled dot-product attention "
+        "divides q . k by the square root of the key size; " + _TILED,
+    ),
+    Mistake(
+        "no rescale",
+        lambda q, k, v, b: _tiled(q, k, v, b, rescale=False),
+        "this looks like an update that forgets to rescale: when a tile raises the running "
+        "maximum from m to m', multiply both the running sum and the running output by "
+        "exp(m - m'); " + _TILED,
+    ),
+    Mistake(
+        "output not rescaled",
+        lambda q, k, v, b: _tiled(q, k, v, b, rescale_acc=False),
+        "this looks like a running sum that is rescaled but a running output that is not: "
+        "multiply both by exp(m - m') when the maximum grows; " + _TILED,
+    ),
+)
 def check_tiled_causal(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], torch.Tensor],
 ) -> CheckReport:
@@ -106,10 +379,17 @@ def check_tiled_causal(
 
     queries, keys and values are (batch, n, d) with as many queries as keys;
     query i sees keys 0..i. Block sizes include 1, sizes that do not divide n
-    and a size larger than n.
+    and a size larger than n. The function must not call SDPA or a softmax,
+    and (on a case with n = 256) must not create any tensor a quarter the size
+    of the n x n matrix of scores.
     """
     g = _generator(13)
     cases = []
+    hint = (
+        "query i sees keys 0..i, itself included: inside a diagonal tile keep key j "
+        "when j <= i, skip only the tiles whose first key lies after the tile's last "
+        "query, and scale the scores by 1/sqrt(d); " + _TILED
+    )
     for batch, n, d, block in ((1, 8, 4, 4), (2, 10, 8, 3), (1, 6, 2, 1), (2, 5, 4, 8)):
         q, k, v = (torch.randn(batch, n, d, generator=g) for _ in range(3))
         cases.append(
@@ -117,10 +397,26 @@ def check_tiled_causal(
                 f"n={n}, d={d}, block_size={block}",
                 (q, k, v, block),
                 F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                "query i sees keys 0..i, itself included: inside a diagonal tile keep key j "
-                "when j <= i, skip only the tiles whose first key lies after the tile's last "
-                "query, and scale the scores by 1/sqrt(d); "
-                + _see("Tiled attention with a causal mask", _SCALE),
+                hint,
             )
         )
-    return _run("check_tiled_causal", fn, cases)
+    q, k, v = (torch.randn(1, 256, 8, generator=g) for _ in range(3))
+    cases.append(
+        (
+            "n=256, d=8, block_size=32: no tensor near n x n",
+            (q, k, v, 32),
+            F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            hint,
+        )
+    )
+    return _run(
+        "check_tiled_causal",
+        fn,
+        cases,
+        mistakes=check_tiled_causal.mistakes,
+        probe=_watched(
+            ("scaled_dot_product", "softmax"),
+            "scaled_dot_product_attention or a softmax, which the exercise replaces",
+            largest=256 * 256 * 4 // 4,
+        ),
+    )

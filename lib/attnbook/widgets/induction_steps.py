@@ -4,8 +4,9 @@ The slider moves through the steps at which
 :func:`attnbook.induction.train_induction` took snapshots. Left: each head's
 attention weights on probe sequence 0 (one panel per layer and head), with the
 cells an induction head should use outlined in the layer-1 panels (query
-``second + j``, key ``first + j + 1``). Right: the probe's copy accuracy
-against training step, with the current step marked.
+``second + j``, key ``first + j + 1``). Right: against training step, the
+probe's copy accuracy, the best previous-token score in layer 0 and the best
+induction score in the last layer, with the current step marked.
 """
 
 from __future__ import annotations
@@ -80,11 +81,31 @@ class _InductionStepsRenderer(Renderer):
                 ax.set_ylabel("query", fontsize="small")
         ax_curve = fig.add_subplot(grid[0, panels])
         steps = self.log.steps
-        ax_curve.plot(steps, self.log.accuracies, "o-", markersize=2.5, color="tab:blue")
+        best_previous = [float(self._previous[s][0].max()) for s in steps]
+        best_induction = [float(self._induction[s][layers - 1].max()) for s in steps]
+        ax_curve.plot(
+            steps,
+            self.log.accuracies,
+            "o-",
+            markersize=2.5,
+            color="tab:blue",
+            label="copy accuracy",
+        )
+        ax_curve.plot(
+            steps, best_previous, "-", color="tab:red", linewidth=1.2,
+            label="previous-token score, layer 0",
+        )  # fmt: skip
+        ax_curve.plot(
+            steps, best_induction, "--", color="tab:green", linewidth=1.2,
+            label=f"induction score, layer {layers - 1}",
+        )  # fmt: skip
         ax_curve.set_ylim(0, 1.02)
-        ax_curve.set_xlim(steps[0], steps[-1])
+        # A margin on the left, so that the marker at step 0 is not hidden by the axis.
+        margin = 0.03 * (steps[-1] - steps[0])
+        ax_curve.set_xlim(steps[0] - margin, steps[-1] + margin)
         ax_curve.set_xlabel("training step", fontsize="small")
-        ax_curve.set_ylabel("copy accuracy", fontsize="small")
+        ax_curve.set_ylabel("accuracy, best head score", fontsize="small")
+        ax_curve.legend(fontsize="xx-small", loc="lower right")
         ax_curve.tick_params(labelsize="x-small")
         ax_curve.grid(alpha=0.3)
         marker = ax_curve.axvline(step, color="0.3", linestyle="--", linewidth=1.2)
@@ -119,7 +140,8 @@ class _InductionStepsRenderer(Renderer):
             f"the best previous-token score in layer 0 is {previous[0].max():.1f} "
             f"(head {int(best_prev[0])}) and the best induction score in layer {layers - 1} "
             f"is {induction[layers - 1].max():.1f} (head {int(best_ind)}). Right: copy "
-            f"accuracy against training step, {self._accuracy[step]:.1f} at this step."
+            f"accuracy and the two best scores against training step; the accuracy is "
+            f"{self._accuracy[step]:.1f} at this step."
         )
 
 

@@ -139,8 +139,8 @@ class _TilesRenderer(Renderer):
         )
         ax_l.set_ylim(self.m - 0.5, -0.5)
         ax_l.set_yticks([])
-        ax_l.set_xlabel("running sum l")
-        ax_l.set_title("l so far (green: row final)", fontsize="small")
+        ax_l.set_xlabel("running sum λ")
+        ax_l.set_title("λ so far (green: row final)", fontsize="small")
         tails = [self._tail(i) for i in range(1, len(self.steps) + 1)]
         title = text_with_tail(
             fig,
