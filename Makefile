@@ -22,7 +22,7 @@ PORT ?= 8000
 
 .PHONY: help install colab-env lint book site test check test-lib test-book test-browser \
         test-notebooks test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
-        lm-checkpoint
+        lm-checkpoint seq2seq-runs
 
 help:
 	@echo "make book       build the website into _build/html (strict)"
@@ -40,6 +40,7 @@ help:
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
 	@echo "make clean      remove _build"
 	@echo "make lm-checkpoint  retrain chapter 10's shipped model (lib/attnbook/lm_data/tiny_lm.pt)"
+	@echo "make seq2seq-runs   retrain chapter 13's seed sweeps (lib/attnbook/seq2seq_data/runs.json)"
 
 $(STAMP): requirements.txt lib/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,7 +58,7 @@ $(COLAB_STAMP): tools/requirements-colab.txt
 
 # attnbook is reinstalled (non-editable) whenever lib/ changes.
 COLAB_LIB := $(COLAB_VENV)/.attnbook
-$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/lm_data/*)
+$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/lm_data/* lib/attnbook/seq2seq_data/*)
 	$(COLAB_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall ./lib
 	touch $(COLAB_LIB)
 
@@ -75,7 +76,7 @@ BUILD_BOOK := ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/jupyter-b
 # a change to the library would otherwise leave stale outputs (explorer
 # pictures, numbers) on the site; any change under lib/attnbook empties it.
 LIB_STAMP := _build/.attnbook-sources
-$(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/lm_data/*)
+$(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/lm_data/* lib/attnbook/seq2seq_data/*)
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build
 	touch $@
@@ -196,6 +197,9 @@ serve:
 # tools/tiny_lm.py to rebuild it on purpose.
 lm-checkpoint: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/tiny_lm.py checkpoint
+
+seq2seq-runs: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python tools/seq2seq_runs.py
 
 bench: $(STAMP) book
 	$(BIN)/python -m tools.bench
