@@ -126,12 +126,12 @@ class _AlignmentRenderer(Renderer):
         top = weights.argmax(-1)
         output, target = self._outputs[step][example], self._targets[example]
         wrong = sum(a != b for a, b in zip(output, target))
-        year = "".join(_show(text[j]) for j in top[:4])
+        year = ", ".join(repr(_show(text[j])) for j in top[:4])
         return (
             f"Training step {step}, input {text!r}. Heatmap of the attention of each of the "
             f"10 output characters over the {len(text)} input characters; the largest weight "
             f"of a row is {weights.max(-1).mean():.2f} on average, and the four year digits "
-            f"look hardest at the input characters {year!r}. The model writes {output!r} "
+            f"look hardest at the input characters {year}. The model writes {output!r} "
             f"({wrong} of 10 characters wrong; the answer is {target!r}). Right: held-out "
             f"exact match against training step, {self._exact[step]:.2f} at this step."
         )
