@@ -76,3 +76,14 @@ def test_refuses_a_log_without_attention():
     _, log = seq2seq.train_dates(0, False, 2, record=(0, 2), probe=probe, test_size=20)
     with pytest.raises(ValueError, match="holds no attention weights"):
         widgets.alignment_explorer(log)
+
+
+def test_cached_labels_give_the_frames_of_a_fresh_renderer(log):
+    # The tick labels and title halves are blitted from a cache keyed by what
+    # they show; a frame must not depend on the order the states were drawn in.
+    explorer = widgets.alignment_explorer(log)
+    for state in explorer.states:
+        explorer.frame(*state)
+    for step, example in [(8, 4), (0, 1), (4, 3), (8, 0)]:
+        fresh = widgets.alignment_explorer(log, value=step, example=example)
+        assert (pixels(explorer.frame(step, example)) == pixels(fresh.frame(step, example))).all()

@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 from ..dates import SOURCE_VOCAB, TARGET_VOCAB
 from ..seq2seq import Seq2SeqLog
@@ -43,6 +44,10 @@ class _AlignmentRenderer(Renderer):
         }
         self._exact = {s: log.exact[index[s]] for s in log.steps}
         self._curve = (list(log.steps), list(log.exact))
+        # Pixels of drawn tick labels, by what they show (see rgb): the input
+        # characters depend on the date only, the output characters repeat once
+        # the model is right.
+        self._label_cache: dict = {}
         super().__init__((steps[0], 0))
 
     def _frame(self, state):
@@ -86,28 +91,61 @@ class _AlignmentRenderer(Renderer):
         ax_curve.tick_params(labelsize="x-small")
         ax_curve.grid(alpha=0.3)
         marker = ax_curve.axvline(step, color="0.3", linestyle="--", linewidth=1.2)
-        title = fig.text(0.5, 0.93, "", ha="center", fontsize="medium")
-        dynamic = [image, *xlabels, *ylabels, marker, title]
+        readout = ax_curve.text(0.04, 0.9, "", transform=ax_curve.transAxes, fontsize="small")
+        # The title in two parts around a fixed arrow, so that each part can be
+        # blitted from the label cache (see rgb): the input, and the output.
+        fig.text(0.5, 0.92, "\u2192", ha="center", fontsize="medium")
+        left = fig.text(0.485, 0.92, "", ha="right", fontsize="medium")
+        right = fig.text(0.515, 0.92, "", ha="left", fontsize="medium")
+        dynamic = [image, *xlabels, *ylabels, marker, readout, left, right]
         self._apply(dynamic, state)
         return dynamic
 
-    def _title(self, state) -> str:
-        step, example = state
-        output = self._outputs[step][example]
-        verdict = "right" if output == self._targets[example] else "wrong"
-        return (
-            f"step {step}: {self._texts[example]!r} \u2192 {output!r} ({verdict}); "
-            f"held-out exact match {self._exact[step]:.2f}"
-        )
-
     def _update(self, state) -> None:
         self._apply(self._dynamic, state)
+
+    def rgb(self, state) -> np.ndarray:
+        """The frame for ``state``, with the tick labels blitted from a cache.
+
+        Text is the costliest artist to draw; the input characters change only
+        with the date and the output characters repeat across steps, so each
+        set of labels (and each half of the title) is drawn once and its
+        pixels are reused.
+        """
+        self._update(state)
+        step, example = state
+        image, *rest = self._dynamic
+        xlabels, ylabels = rest[: self._n], rest[self._n : self._n + 10]
+        output = self._outputs[step][example]
+        marker, readout, left, right = rest[-4:]
+        self.canvas.restore_region(self._background)
+        for artist in (image, marker, readout):
+            self.fig.draw_artist(artist)
+        target = self._targets[example]
+        groups = (
+            (("inputs", example), xlabels),
+            (("title input", example), [left]),
+            (("outputs", output, target), ylabels),
+            (("title output", output, target), [right]),
+        )
+        for key, labels in groups:
+            cached = self._label_cache.get(key)
+            if cached is not None:
+                self.canvas.restore_region(cached)
+                continue
+            for label in labels:
+                self.fig.draw_artist(label)
+            renderer = self.canvas.get_renderer()
+            boxes = [label.get_window_extent(renderer) for label in labels if label.get_text()]
+            box = Bbox.union(boxes).expanded(1.0, 1.0).padded(2)
+            self._label_cache[key] = self.canvas.copy_from_bbox(box)
+        return np.array(np.asarray(self.canvas.buffer_rgba())[..., :3])
 
     def _apply(self, artists: list, state) -> None:
         step, example = state
         image, *rest = artists
         xlabels, ylabels = rest[: self._n], rest[self._n : self._n + 10]
-        marker, title = rest[-2:]
+        marker, readout, left, right = rest[-4:]
         image.set_data(np.ma.masked_invalid(self._frame(state)))
         text = self._texts[example]
         for j, label in enumerate(xlabels):
@@ -117,7 +155,10 @@ class _AlignmentRenderer(Renderer):
             label.set_text(output[i])
             label.set_color("tab:red" if output[i] != target[i] else "black")
         marker.set_xdata([step, step])
-        title.set_text(self._title(state))
+        readout.set_text(f"step {step}: {self._exact[step]:.2f}")
+        left.set_text(repr(text))
+        verdict = "right" if output == target else "wrong"
+        right.set_text(f"{output!r} ({verdict})")
 
     def alt_text(self, state) -> str:
         step, example = state
