@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -269,6 +270,19 @@ def test_stored_runs_have_every_seed():
     assert len(runs["runs"]) >= 3
     for run in runs["runs"]:
         assert len(run["attention"]["exact"]) == len(runs["date_record"])
+
+
+def test_package_data_ships_the_runs():
+    """A non-editable install (Colab) must carry seq2seq_data/runs.json: a data
+    package listed in [tool.setuptools] packages, its file named by a glob."""
+    tomllib = pytest.importorskip("tomllib")
+    lib = Path(__file__).resolve().parents[1]
+    setuptools = tomllib.loads((lib / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "attnbook.seq2seq_data" in setuptools["packages"]
+    globs = setuptools["package-data"]["attnbook.seq2seq_data"]
+    shipped = sorted(p.name for p in (lib / "attnbook" / "seq2seq_data").iterdir())
+    assert shipped == ["runs.json"]
+    assert any(Path("runs.json").match(pattern) for pattern in globs)
 
 
 def test_bad_input():
