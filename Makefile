@@ -27,7 +27,7 @@ PORT ?= 8000
 .PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
         test-notebooks test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
         readers-edition \
-        lm-checkpoint
+        lm-checkpoint seq2seq-runs
 
 help:
 	@echo "make book       build the website into _build/html (strict)"
@@ -47,6 +47,7 @@ help:
 	@echo "make lock       regenerate requirements.txt (the lock) after editing requirements.in"
 	@echo "make clean      remove _build"
 	@echo "make lm-checkpoint  retrain chapter 10's shipped model (lib/attnbook/lm_data/tiny_lm.pt)"
+	@echo "make seq2seq-runs   retrain chapter 13's seed sweeps (lib/attnbook/seq2seq_data/runs.json)"
 
 # .venv holds exactly what the lock lists (tests/test_lock.py checks it): it is
 # made afresh whenever the lock changes, so nothing the lock dropped stays
@@ -93,7 +94,7 @@ lock: $(STAMP)
 
 # attnbook is reinstalled (non-editable) whenever lib/ changes.
 COLAB_LIB := $(COLAB_VENV)/.attnbook
-$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/lm_data/*)
+$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/*)
 	$(COLAB_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall ./lib
 	touch $(COLAB_LIB)
 
@@ -111,7 +112,7 @@ BUILD_BOOK := ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/jupyter-b
 # a change to the library would otherwise leave stale outputs (explorer
 # pictures, numbers) on the site; any change under lib/attnbook empties it.
 LIB_STAMP := _build/.attnbook-sources
-$(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/lm_data/*)
+$(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/*)
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build
 	touch $@
@@ -239,6 +240,9 @@ serve:
 # tools/tiny_lm.py to rebuild it on purpose.
 lm-checkpoint: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/tiny_lm.py checkpoint
+
+seq2seq-runs: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python tools/seq2seq_runs.py
 
 bench: $(STAMP) book
 	$(BIN)/python -m tools.bench

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnbook import widgets
+from attnbook import seq2seq, widgets
 from tools.browser import Offline
 from tools.site import require_site, serve
 
@@ -26,6 +26,7 @@ EXPLORER_PAGES = {
     "book/multi-head-attention.html": 1,
     "book/transformer-block.html": 1,
     "book/causal-language-model.html": 1,
+    "book/cross-attention.html": 1,
 }
 
 
@@ -126,6 +127,12 @@ ALL_EXPLORERS = [
     widgets.offset_explorer,
     widgets.tiles_explorer,
     widgets.heads_explorer,
+    # Chapter 13's, on a few steps of training (about a second).
+    lambda: widgets.alignment_explorer(
+        seq2seq.train_dates(
+            0, True, 4, record=(0, 2, 4), probe=seq2seq.figure_probe(), test_size=40
+        )[1]
+    ),
 ]
 
 

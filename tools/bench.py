@@ -62,6 +62,16 @@ def induction_steps():
     return widgets.induction_steps_explorer(log)
 
 
+def alignment():
+    """Chapter 13's explorer: the date model's training run (400 steps, about 8 s)."""
+    from attnbook import seq2seq
+
+    probe = seq2seq.figure_probe()
+    log = seq2seq.train_dates(0, True, 400, record=seq2seq.DATE_RECORD, probe=probe)[1]
+    steps = [0, 25, 50, 75, 100, 125, 150, 200, 300, 400]
+    return widgets.alignment_explorer(log, steps=steps, value=400)
+
+
 def decoding():
     """Chapter 10's explorer: the shipped model reading a short text."""
     model, tokenizer = lm.load_checkpoint()
@@ -112,6 +122,7 @@ EXPLORERS = {
     "heads h": widgets.heads_explorer,
     "norm placement": widgets.norm_placement_explorer,
     "decoding": decoding,
+    "alignment": alignment,
 }
 # Which built page holds which explorer (the page's only one).
 PAGES = {
@@ -126,6 +137,7 @@ PAGES = {
     "multi-head-attention": "heads h",
     "transformer-block": "norm placement",
     "causal-language-model": "decoding",
+    "cross-attention": "alignment",
 }
 
 

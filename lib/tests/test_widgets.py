@@ -35,7 +35,15 @@ EXPLORERS = {
     "norm_placement": lambda: widgets.norm_placement_explorer(depths=[1, 2, 4], value=2),
     "heads": widgets.heads_explorer,
     "decoding": lambda: widgets.decoding_explorer(*lm.load_checkpoint(), "The query sees"),
+    "alignment": lambda: widgets.alignment_explorer(small_alignment_log()),
 }
+
+
+def small_alignment_log():
+    from attnbook import seq2seq
+
+    probe = seq2seq.figure_probe()
+    return seq2seq.train_dates(0, True, 6, record=(0, 3, 6), probe=probe, test_size=40)[1]
 
 
 def small_induction_log():

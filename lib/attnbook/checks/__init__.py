@@ -38,6 +38,7 @@ from .part2 import (
 )
 from .part3 import check_block_parameter_count, check_layer_norm
 from .scale import check_attention_memory, check_online_softmax, check_tiled_causal
+from .seq2seq import check_cross_attention_weights, check_decoder_masks
 
 __all__ = [
     "CheckReport",
@@ -65,4 +66,6 @@ __all__ = [
     "check_causal_mask",
     "check_kv_cache",
     "check_kv_cache_size",
+    "check_cross_attention_weights",
+    "check_decoder_masks",
 ]

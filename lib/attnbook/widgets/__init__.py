@@ -15,6 +15,7 @@ from ._core import (
     range_control,
     static_mode,
 )
+from .alignment import AlignmentExplorer, alignment_explorer
 from .decoding import DecodingExplorer, decoding_explorer
 from .dimension import DEFAULT_DIMS, DimensionExplorer, dimension_explorer
 from .heads import DEFAULT_HEADS, HeadsExplorer, heads_explorer
@@ -63,4 +64,6 @@ __all__ = [
     "norm_placement_explorer",
     "DecodingExplorer",
     "decoding_explorer",
+    "AlignmentExplorer",
+    "alignment_explorer",
 ]

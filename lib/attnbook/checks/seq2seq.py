@@ -1,0 +1,204 @@
+"""Checkers of chapter 13: cross-attention weights and the decoder's two masks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from ..masking import masked_softmax
+from ._core import Case, CheckReport, Mistake, _generator, _Problem, _run, _see, knows
+
+_CROSS = "Attention Between Two Sequences"
+_DECODER_ENCODER = "Attention between the decoder and the encoder"
+_TRANSFORMER = "The Transformer's cross-attention"
+
+
+def _additive(s, H, lens, W_s, W_h, v):
+    features = torch.tanh((s @ W_s.T).unsqueeze(1) + H @ W_h.T)  # (b, n, A)
+    return masked_softmax((features @ v).unsqueeze(1), lens).squeeze(1)  # (b, n)
+
+
+def _dot(s, H, lens, W_s, W_h, v):
+    scores = ((s @ W_s.T).unsqueeze(1) * (H @ W_h.T)).sum(-1)  # (b, n)
+    return masked_softmax(scores.unsqueeze(1), lens).squeeze(1)
+
+
+def _no_tanh(s, H, lens, W_s, W_h, v):
+    features = (s @ W_s.T).unsqueeze(1) + H @ W_h.T
+    return masked_softmax((features @ v).unsqueeze(1), lens).squeeze(1)
+
+
+def _tanh_outside(s, H, lens, W_s, W_h, v):
+    features = (s @ W_s.T).unsqueeze(1) + H @ W_h.T
+    return masked_softmax(torch.tanh(features @ v).unsqueeze(1), lens).squeeze(1)
+
+
+def _no_mask(s, H, lens, W_s, W_h, v):
+    features = torch.tanh((s @ W_s.T).unsqueeze(1) + H @ W_h.T)
+    return torch.softmax(features @ v, dim=-1)
+
+
+def _over_batch(s, H, lens, W_s, W_h, v):
+    features = torch.tanh((s @ W_s.T).unsqueeze(1) + H @ W_h.T)
+    scores = (features @ v).masked_fill(torch.arange(H.shape[1]) >= lens[:, None], -1e9)
+    return torch.softmax(scores, dim=0)
+
+
+@knows(
+    Mistake(
+        "dot_product",
+        _dot,
+        "these are dot-product weights, (W_s s) . (W_h h_j): the additive score adds the "
+        "two projections, passes the sum through tanh and reads it with v; "
+        + _see(_DECODER_ENCODER, _CROSS),
+    ),
+    Mistake(
+        "no_tanh",
+        _no_tanh,
+        "the tanh is missing: without it v . (W_s s + W_h h_j) gives every source position "
+        "the same query term, the softmax cancels it, and the weights no longer depend on "
+        "the decoder state; " + _see(_DECODER_ENCODER, _CROSS),
+    ),
+    Mistake(
+        "tanh_outside",
+        _tanh_outside,
+        "the tanh sits outside v: the score is v . tanh(W_s s + W_h h_j), with the tanh on "
+        "the A hidden features before v reads them; " + _see(_DECODER_ENCODER, _CROSS),
+    ),
+    Mistake(
+        "no_mask",
+        _no_mask,
+        "the padding is not masked: source positions at or beyond source_lens get weight "
+        "(use masked_softmax with the lengths); " + _see(_DECODER_ENCODER, _CROSS),
+    ),
+    Mistake(
+        "softmax_over_batch",
+        _over_batch,
+        "the softmax runs over the batch (dim=0): each decoder state's weights must sum to "
+        "1 over its own source positions, the last axis; " + _see(_DECODER_ENCODER, _CROSS),
+    ),
+)
+def check_cross_attention_weights(fn: Callable) -> CheckReport:
+    """Check ``fn(s, H, source_lens, W_s, W_h, v)``: additive cross-attention weights.
+
+    ``s`` (b, d_s) holds one decoder state per example, ``H`` (b, n, d_h) the
+    encoder states, ``source_lens`` (b,) the valid lengths, ``W_s`` (A, d_s),
+    ``W_h`` (A, d_h) and ``v`` (A,) the score's parameters. The answer is the
+    (b, n) weights softmax_j(v . tanh(W_s s + W_h h_j)) over the valid positions,
+    exactly 0 on the padding.
+    """
+    g = _generator(13)
+    cases = []
+    for b, n, d_s, d_h, A, lens in (
+        (3, 6, 5, 4, 7, [6, 2, 4]),
+        (2, 4, 3, 6, 2, [4, 4]),
+        (4, 5, 4, 4, 3, [1, 5, 3, 2]),
+    ):
+        args = (
+            torch.randn(b, d_s, generator=g),
+            torch.randn(b, n, d_h, generator=g),
+            torch.tensor(lens),
+            torch.randn(A, d_s, generator=g),
+            torch.randn(A, d_h, generator=g),
+            torch.randn(A, generator=g),
+        )
+        cases.append(
+            Case(
+                f"b={b}, n={n}, d_s={d_s}, d_h={d_h}, A={A}, lengths {lens}",
+                args,
+                _additive(*args),
+                "the weights are the masked softmax over j of v . tanh(W_s s + W_h h_j); "
+                + _see(_DECODER_ENCODER, _CROSS),
+            )
+        )
+    return _run(
+        "check_cross_attention_weights",
+        fn,
+        cases,
+        mistakes=check_cross_attention_weights.mistakes,
+    )
+
+
+def _masks(m, source_lens, n):
+    causal = torch.triu(torch.ones(m, m, dtype=torch.bool), diagonal=1)
+    padding = torch.arange(n) >= source_lens[:, None]
+    return causal, padding
+
+
+def _as_parts(fn: Callable) -> Callable:
+    """A probe: the two masks, checked to be boolean, as a dict of float tensors."""
+
+    def probe(m, source_lens, n):
+        out = fn(m, source_lens, n)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise _Problem("expected a pair (tgt_mask, memory_key_padding_mask)")
+        for name, mask in zip(("tgt_mask", "memory_key_padding_mask"), out):
+            if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+                raise _Problem(f"{name} must be a boolean tensor (True = may not attend)")
+        return {"tgt_mask": out[0].double(), "memory_key_padding_mask": out[1].double()}
+
+    return probe
+
+
+@knows(
+    Mistake(
+        "causal_inverted",
+        lambda m, lens, n: (~_masks(m, lens, n)[0], _masks(m, lens, n)[1]),
+        "tgt_mask is inverted: in PyTorch's boolean masks True means 'may not attend', so "
+        "the future (above the diagonal) is True and the past False; " + _see(_TRANSFORMER, _CROSS),
+    ),
+    Mistake(
+        "diagonal_blocked",
+        lambda m, lens, n: (
+            torch.triu(torch.ones(m, m, dtype=torch.bool)),
+            _masks(m, lens, n)[1],
+        ),
+        "tgt_mask also blocks the diagonal: a target position may attend to itself (and the "
+        "first one to nothing else), so mask only j > i (triu with diagonal=1); "
+        + _see(_TRANSFORMER, _CROSS),
+    ),
+    Mistake(
+        "padding_inverted",
+        lambda m, lens, n: (_masks(m, lens, n)[0], ~_masks(m, lens, n)[1]),
+        "memory_key_padding_mask is inverted: it is True at the padding (positions at or "
+        "beyond the source length), False on the real symbols; " + _see(_TRANSFORMER, _CROSS),
+    ),
+    Mistake(
+        "padding_off_by_one",
+        lambda m, lens, n: (_masks(m, lens, n)[0], torch.arange(n) > lens[:, None]),
+        "memory_key_padding_mask starts one position late: position j is padding when "
+        "j >= length (positions run from 0), not j > length; " + _see(_TRANSFORMER, _CROSS),
+    ),
+    Mistake(
+        "swapped",
+        lambda m, lens, n: (_masks(m, lens, n)[1], _masks(m, lens, n)[0]),
+        "the two masks are swapped: first the (m, m) causal tgt_mask, then the (b, n) "
+        "memory_key_padding_mask; " + _see(_TRANSFORMER, _CROSS),
+    ),
+)
+def check_decoder_masks(fn: Callable) -> CheckReport:
+    """Check ``fn(m, source_lens, n)``: the two masks of ``nn.TransformerDecoderLayer``.
+
+    ``m`` is the target length, ``source_lens`` (b,) the source lengths and ``n``
+    the padded source length. The answer is the pair ``(tgt_mask,
+    memory_key_padding_mask)``: a boolean (m, m) causal mask, True above the
+    diagonal, and a boolean (b, n) mask, True at the source padding (PyTorch's
+    convention: True means "may not attend").
+    """
+    cases = []
+    for m, lens, n in ((4, [5, 2, 3], 5), (3, [1, 3], 4), (5, [6, 6, 1, 4], 6)):
+        lens = torch.tensor(lens)
+        causal, padding = _masks(m, lens, n)
+        cases.append(
+            Case(
+                f"m={m} target positions, source lengths {lens.tolist()} padded to n={n}",
+                (m, lens, n),
+                {"tgt_mask": causal.double(), "memory_key_padding_mask": padding.double()},
+                "True means 'may not attend': the future in tgt_mask, the padding in "
+                "memory_key_padding_mask; " + _see(_TRANSFORMER, _CROSS),
+            )
+        )
+    return _run(
+        "check_decoder_masks", fn, cases, mistakes=check_decoder_masks.mistakes, probe=_as_parts
+    )

@@ -1,0 +1,159 @@
+"""Train chapter 13's models over several seeds and store what the chapter prints.
+
+Chapter 13 (book/cross-attention.ipynb) trains one GRU with attention live
+(seed 0) and prints the seed sweeps from the file this program writes,
+``lib/attnbook/seq2seq_data/runs.json``: the held-out exact match over
+training of the GRU with and without attention on dates, sequence reversal
+with and without attention, the small Transformer encoder-decoder, and
+alignment statistics. The chapter re-runs seed 0 of the date model and
+asserts that it matches the stored record, so the file cannot drift from the
+library. It is not a test.
+
+    OMP_NUM_THREADS=1 python tools/seq2seq_runs.py   # or: make seq2seq-runs
+
+About 4 minutes of CPU time on one thread for the three seeds (seeds 0, 1, 2);
+``--seed N --part DIR`` runs one seed into DIR and ``--merge DIR`` writes the file
+from such parts, so that seeds can run side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from attnbook.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, alignment_summary
+from attnbook.decoder import TransformerSeq2Seq
+from attnbook.seq2seq import (
+    DATE_RECORD,
+    NO_ATTENTION_RECORD,
+    TRANSFORMER_RECORD,
+    anti_diagonal,
+    date_model,
+    evaluate,
+    figure_probe,
+    reversal_test,
+    train_dates,
+    train_reversal,
+)
+
+OUT = Path(__file__).resolve().parents[1] / "lib" / "attnbook" / "seq2seq_data" / "runs.json"
+
+
+def rounded(values, digits=4):
+    return [round(float(v), digits) for v in values]
+
+
+def summary(weights, test):
+    return {k: round(v, 4) for k, v in alignment_summary(weights, test).items()}
+
+
+def one_seed(seed: int) -> dict:
+    test = DateTask(seed=0).test_batch(1000)
+    result = {"seed": seed}
+    # GRU with attention on dates, and its alignment before and after training.
+    model, log = train_dates(seed, True, DATE_RECORD[-1], record=DATE_RECORD)
+    result["attention"] = {
+        "exact": rounded(log.exact),
+        "token_accuracy": rounded(log.token_accuracy),
+        "cpu_seconds": round(log.cpu_seconds, 1),
+        "alignment": summary(evaluate(model, test)[3], test),
+    }
+    fresh = date_model(True, seed)
+    result["attention"]["alignment_at_0"] = summary(evaluate(fresh, test)[3], test)
+    # The same GRUs without attention, trained twice as long.
+    _, log = train_dates(seed, False, NO_ATTENTION_RECORD[-1], record=NO_ATTENTION_RECORD)
+    result["no_attention"] = {
+        "exact": rounded(log.exact),
+        "token_accuracy": rounded(log.token_accuracy),
+        "cpu_seconds": round(log.cpu_seconds, 1),
+    }
+    # Reversal of 20 tokens, with and without attention.
+    result["reversal"] = {}
+    for name, attention in (("attention", True), ("no_attention", False)):
+        model, log = train_reversal(seed, attention)
+        entry = {
+            "exact": round(log.exact[-1], 4),
+            "token_accuracy": round(log.token_accuracy[-1], 4),
+            "cpu_seconds": round(log.cpu_seconds, 1),
+        }
+        if attention:
+            entry["anti_diagonal"] = round(anti_diagonal(evaluate(model, reversal_test())[3]), 4)
+            if seed == 0:
+                entry["probe_weights"] = [rounded(r, 3) for r in log.weights[-1][0].tolist()]
+                entry["probe_source"] = log.probe.source[0].tolist()
+                entry["probe_prediction"] = log.predictions[-1][0]
+        result["reversal"][name] = entry
+    # The small Transformer encoder-decoder on dates.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = TransformerSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB))
+    model, log = train_dates(
+        seed,
+        model=model,
+        steps=TRANSFORMER_RECORD[-1],
+        batch_size=128,
+        warmup=50,
+        record=TRANSFORMER_RECORD,
+    )
+    weights = evaluate(model, test)[3]  # (b, heads, m, n)
+    heads = weights.shape[1]
+    result["transformer"] = {
+        "exact": rounded(log.exact),
+        "cpu_seconds": round(log.cpu_seconds, 1),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "alignment": summary(weights.mean(1), test),
+        "head_max_weight": [
+            round(alignment_summary(weights[:, h], test)["max_weight"], 4) for h in range(heads)
+        ],
+    }
+    if seed == 0:
+        probe = figure_probe()
+        w = evaluate(model, probe)[3]  # (p, heads, m, n)
+        result["transformer"]["probe_texts"] = list(probe.texts)
+        result["transformer"]["probe_weights"] = [
+            [[rounded(row, 3) for row in head] for head in example] for example in w.tolist()
+        ]
+    return result
+
+
+def write(runs: list[dict]) -> None:
+    data = {
+        "date_record": list(DATE_RECORD),
+        "no_attention_record": list(NO_ATTENTION_RECORD),
+        "transformer_record": list(TRANSFORMER_RECORD),
+        "torch": torch.__version__.split("+")[0],
+        "runs": sorted(runs, key=lambda run: run["seed"]),
+    }
+    OUT.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
+    parser.add_argument("--seed", type=int, help="run this seed only, into --part")
+    parser.add_argument("--part", type=Path, help="folder of one-seed files (with --seed)")
+    parser.add_argument("--merge", type=Path, help="write runs.json from a folder of parts")
+    args = parser.parse_args()
+    if args.merge is not None:
+        write([json.loads(p.read_text()) for p in sorted(args.merge.glob("seed-*.json"))])
+        return
+    start = time.process_time()
+    seeds = [args.seed] if args.seed is not None else list(range(args.seeds))
+    runs = []
+    for seed in seeds:
+        runs.append(one_seed(seed))
+        print(f"seed {seed} done, {time.process_time() - start:.0f} s CPU", flush=True)
+        if args.part is not None:
+            args.part.mkdir(parents=True, exist_ok=True)
+            (args.part / f"seed-{seed}.json").write_text(json.dumps(runs[-1]), encoding="utf-8")
+    if args.part is None:
+        write(runs)
+
+
+if __name__ == "__main__":
+    main()
