@@ -22,7 +22,7 @@ PORT ?= 8000
 
 .PHONY: help install colab-env lint book site test check test-lib test-book test-browser \
         test-notebooks test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
-        lm-checkpoint
+        lm-checkpoint positions-sweep
 
 help:
 	@echo "make book       build the website into _build/html (strict)"
@@ -40,6 +40,7 @@ help:
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
 	@echo "make clean      remove _build"
 	@echo "make lm-checkpoint  retrain chapter 10's shipped model (lib/attnbook/lm_data/tiny_lm.pt)"
+	@echo "make positions-sweep  re-measure chapter 14's table (lib/attnbook/positions_data/sweep.json)"
 
 $(STAMP): requirements.txt lib/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -196,6 +197,13 @@ serve:
 # tools/tiny_lm.py to rebuild it on purpose.
 lm-checkpoint: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/tiny_lm.py checkpoint
+
+# Chapter 14's length-generalisation table: five position schemes x three
+# seeds, on two tasks (30 small runs, about 4 minutes of CPU time, two at a
+# time on one thread each). The chapter loads the result and re-runs seed 0
+# of two schemes live, asserting that they match it.
+positions-sweep: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python tools/positions_sweep.py
 
 bench: $(STAMP) book
 	$(BIN)/python -m tools.bench

@@ -34,6 +34,7 @@ from .part2 import (
     check_two_part_targets,
 )
 from .part3 import check_block_parameter_count, check_layer_norm
+from .positions import check_alibi_slopes, check_rope_scores
 from .scale import check_attention_memory, check_online_softmax, check_tiled_causal
 
 __all__ = [
@@ -62,4 +63,6 @@ __all__ = [
     "check_causal_mask",
     "check_kv_cache",
     "check_kv_cache_size",
+    "check_rope_scores",
+    "check_alibi_slopes",
 ]
