@@ -26,6 +26,7 @@ EXPLORER_PAGES = {
     "book/multi-head-attention.html": 1,
     "book/transformer-block.html": 1,
     "book/causal-language-model.html": 1,
+    "book/positions.html": 1,
 }
 
 
@@ -126,6 +127,7 @@ ALL_EXPLORERS = [
     widgets.offset_explorer,
     widgets.tiles_explorer,
     widgets.heads_explorer,
+    widgets.rope_dial_explorer,
 ]
 
 

@@ -112,6 +112,7 @@ EXPLORERS = {
     "heads h": widgets.heads_explorer,
     "norm placement": widgets.norm_placement_explorer,
     "decoding": decoding,
+    "rope dial": widgets.rope_dial_explorer,
 }
 # Which built page holds which explorer (the page's only one).
 PAGES = {
@@ -126,6 +127,7 @@ PAGES = {
     "multi-head-attention": "heads h",
     "transformer-block": "norm placement",
     "causal-language-model": "decoding",
+    "positions": "rope dial",
 }
 
 

@@ -35,6 +35,7 @@ EXPLORERS = {
     "norm_placement": lambda: widgets.norm_placement_explorer(depths=[1, 2, 4], value=2),
     "heads": widgets.heads_explorer,
     "decoding": lambda: widgets.decoding_explorer(*lm.load_checkpoint(), "The query sees"),
+    "rope_dial": widgets.rope_dial_explorer,
 }
 
 
