@@ -161,13 +161,13 @@ _SEE_ALIBI = _see("ALiBi: a penalty that grows with distance", _POSITIONS)
     Mistake(
         "starts_at_one",
         lambda h: _geometric(h, first=0),
-        "the first slope is 1 (k counted from 0): the slopes are 2^(-8k/h) for k = 1 .. h, so "
+        "the first slope is 1 (c counted from 0): the slopes are 2^(-8c/h) for c = 1 .. h, so "
         "the first is 2^(-8/h); " + _SEE_ALIBI,
     ),
     Mistake(
         "no_power_of_two_rule",
         lambda h: _geometric(h),
-        "for a number of heads that is not a power of two these are 2^(-8k/h): the paper's "
+        "for a number of heads that is not a power of two these are 2^(-8c/h): the paper's "
         "rule takes the slopes of the largest power of two below h, then every other slope "
         "of the next power of two; " + _SEE_ALIBI,
     ),
@@ -182,7 +182,7 @@ _SEE_ALIBI = _see("ALiBi: a penalty that grows with distance", _POSITIONS)
 def check_alibi_slopes(fn: Callable[[int], object]) -> CheckReport:
     """Check ``fn(h)``: ALiBi's h slopes (a list or a 1-D tensor), largest first.
 
-    For h a power of two: 2^(-8k/h), k = 1 .. h. Otherwise, with p the largest
+    For h a power of two: 2^(-8c/h), c = 1 .. h. Otherwise, with p the largest
     power of two below h: the p slopes for p heads, then the first h - p of
     slopes 1, 3, 5, ... (counting from 1) of the sequence for 2p heads, as
     :func:`attnbook.alibi.alibi_slopes` returns them.
@@ -192,7 +192,7 @@ def check_alibi_slopes(fn: Callable[[int], object]) -> CheckReport:
     cases = []
     for h in (8, 4, 16, 1, 6, 12):
         note = (
-            "a power of two: 2^(-8k/h) for k = 1 .. h"
+            "a power of two: 2^(-8c/h) for c = 1 .. h"
             if (h & (h - 1)) == 0
             else "not a power of two: the p-head slopes, then every other 2p-head slope"
         )
