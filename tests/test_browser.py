@@ -27,6 +27,7 @@ EXPLORER_PAGES = {
     "book/transformer-block.html": 1,
     "book/causal-language-model.html": 1,
     "book/cross-attention.html": 1,
+    "book/positions.html": 1,
 }
 
 
@@ -133,6 +134,7 @@ ALL_EXPLORERS = [
             0, True, 4, record=(0, 2, 4), probe=seq2seq.figure_probe(), test_size=40
         )[1]
     ),
+    widgets.rope_dial_explorer,
 ]
 
 

@@ -123,6 +123,7 @@ EXPLORERS = {
     "norm placement": widgets.norm_placement_explorer,
     "decoding": decoding,
     "alignment": alignment,
+    "rope dial": widgets.rope_dial_explorer,
 }
 # Which built page holds which explorer (the page's only one).
 PAGES = {
@@ -138,6 +139,7 @@ PAGES = {
     "transformer-block": "norm placement",
     "causal-language-model": "decoding",
     "cross-attention": "alignment",
+    "positions": "rope dial",
 }
 
 

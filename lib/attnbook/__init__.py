@@ -30,6 +30,9 @@ _SUBMODULES = (
     "norms",
     "transformer",
     "lm",
+    "rope",
+    "alibi",
+    "length_generalisation",
 )
 
 __all__ = [*_SUBMODULES, "__version__"]

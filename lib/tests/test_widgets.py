@@ -36,6 +36,7 @@ EXPLORERS = {
     "heads": widgets.heads_explorer,
     "decoding": lambda: widgets.decoding_explorer(*lm.load_checkpoint(), "The query sees"),
     "alignment": lambda: widgets.alignment_explorer(small_alignment_log()),
+    "rope_dial": widgets.rope_dial_explorer,
 }
 
 

@@ -37,6 +37,7 @@ from .part2 import (
     check_two_part_targets,
 )
 from .part3 import check_block_parameter_count, check_layer_norm
+from .positions import check_alibi_slopes, check_rope_scores
 from .scale import check_attention_memory, check_online_softmax, check_tiled_causal
 from .seq2seq import check_cross_attention_weights, check_decoder_masks
 
@@ -68,4 +69,6 @@ __all__ = [
     "check_kv_cache_size",
     "check_cross_attention_weights",
     "check_decoder_masks",
+    "check_rope_scores",
+    "check_alibi_slopes",
 ]

@@ -24,6 +24,7 @@ from .kernel_width import DEFAULT_WIDTHS, KernelWidthExplorer, kernel_width_expl
 from .norm_placement import NormPlacementExplorer, norm_placement_explorer
 from .offset import DEFAULT_OFFSETS, OffsetExplorer, offset_explorer
 from .query_position import DEFAULT_VALUES, QueryPositionExplorer, query_position_explorer
+from .rope_dial import DEFAULT_SHIFTS, DIAL_SCHEMES, RopeDialExplorer, rope_dial_explorer
 from .tiles import TilesExplorer, tiles_explorer
 from .training_steps import TrainingStepsExplorer, training_steps_explorer
 from .valid_length import ValidLengthExplorer, valid_length_explorer
@@ -66,4 +67,8 @@ __all__ = [
     "decoding_explorer",
     "AlignmentExplorer",
     "alignment_explorer",
+    "DEFAULT_SHIFTS",
+    "DIAL_SCHEMES",
+    "RopeDialExplorer",
+    "rope_dial_explorer",
 ]

@@ -1,0 +1,209 @@
+"""Checkers of chapter 14, where position comes from: RoPE scores and ALiBi slopes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from ._core import CheckReport, Mistake, _generator, _run, _see, knows
+
+_POSITIONS = "Where Position Comes From"
+
+
+# ---------------------------------------------------------------- RoPE from scratch
+
+
+def _turn(x: torch.Tensor, angles: torch.Tensor, pairs: str) -> torch.Tensor:
+    """Rotate x (..., n, d) pair by pair by angles (n, d/2); pairs "adjacent" or "half"."""
+    d = x.shape[-1]
+    c, s = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    if pairs == "adjacent":
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack([a * c - b * s, a * s + b * c], dim=-1).reshape(x.shape)
+    a, b = x[..., : d // 2], x[..., d // 2 :]
+    return torch.cat([a * c - b * s, a * s + b * c], dim=-1)
+
+
+def _angles(n: int, d: int, exponent: Callable[[int, int], float], sign: float = 1.0):
+    m = torch.arange(n, dtype=torch.float64)[:, None]
+    theta = torch.tensor([10000.0 ** exponent(i, d) for i in range(d // 2)], dtype=torch.float64)
+    return sign * m * theta  # (n, d/2)
+
+
+def _right_exponent(i: int, d: int) -> float:
+    return -2 * i / d
+
+
+def _scores(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    q_pairs: str = "adjacent",
+    k_pairs: str | None = "adjacent",
+    exponent: Callable[[int, int], float] = _right_exponent,
+    sign: float = 1.0,
+) -> torch.Tensor:
+    n, d = q.shape[-2], q.shape[-1]
+    angles = _angles(n, d, exponent, sign)
+    qr = _turn(q, angles, q_pairs)
+    kr = k if k_pairs is None else _turn(k, angles, k_pairs)
+    return qr @ kr.transpose(-1, -2)
+
+
+_SEE_ROPE = _see("RoPE: rotate the queries and keys", _POSITIONS)
+
+
+@knows(
+    Mistake(
+        "k_not_rotated",
+        lambda q, k: _scores(q, k, k_pairs=None),
+        "the keys were not rotated: only q carries its position, so the scores still depend "
+        "on where the query sits, not on m - n; rotate k by its own positions too; " + _SEE_ROPE,
+    ),
+    Mistake(
+        "half_split",
+        lambda q, k: _scores(q, k, "half", "half"),
+        "these are the half-split pairs (feature i with feature i + d/2); the book's convention "
+        "(and apply_rope's) pairs adjacent features 2i and 2i + 1; " + _SEE_ROPE,
+    ),
+    Mistake(
+        "mixed_pairs",
+        lambda q, k: _scores(q, k, "adjacent", "half"),
+        "q and k were rotated with different pairings (adjacent pairs for one, half-split for "
+        "the other), so the rotations do not cancel into one by m - n; pair features the same "
+        "way in both; " + _SEE_ROPE,
+    ),
+    Mistake(
+        "exponent_without_2",
+        lambda q, k: _scores(q, k, exponent=lambda i, d: -i / d),
+        "the frequencies look like 10000^(-i/d): the exponent of pair i is -2i/d (the pair's "
+        "first feature index over d), as in chapter 7's sinusoids; " + _SEE_ROPE,
+    ),
+    Mistake(
+        "exponent_off_by_one",
+        lambda q, k: _scores(q, k, exponent=lambda i, d: -2 * (i + 1) / d),
+        "the frequencies look like 10000^(-2(i+1)/d): pair i = 0 should turn by one radian per "
+        "position, so count pairs from 0; " + _SEE_ROPE,
+    ),
+    Mistake(
+        "negative_angle",
+        lambda q, k: _scores(q, k, sign=-1.0),
+        "the vectors were turned by -m theta_i (clockwise): the pair (a, b) at position m "
+        "becomes (a cos - b sin, a sin + b cos) of the angle +m theta_i; " + _SEE_ROPE,
+    ),
+)
+def check_rope_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> CheckReport:
+    """Check ``fn(q, k)``: RoPE's attention scores, written from scratch.
+
+    q and k are (..., n, d), d even, rows at positions 0 .. n - 1. The answer
+    is (..., n, n): entry (m, j) is the dot product of q's row m rotated to
+    position m with k's row j rotated to position j (no scaling, no softmax),
+    with adjacent pairs (2i, 2i + 1) turned by m * 10000^(-2i/d), as
+    :func:`attnbook.rope.apply_rope` does.
+    """
+    from ..rope import apply_rope
+
+    g = _generator(14)
+    cases = []
+    for shape in ((6, 8), (2, 9, 16), (3, 4)):
+        q = torch.randn(*shape, dtype=torch.float64, generator=g)
+        k = torch.randn(*shape, dtype=torch.float64, generator=g)
+        positions = torch.arange(shape[-2])
+        want = apply_rope(q, positions) @ apply_rope(k, positions).transpose(-1, -2)
+        cases.append(
+            (
+                f"q and k of shape {shape}",
+                (q, k),
+                want,
+                "rotate q's row m and k's row j by their own positions, then take every dot "
+                "product; " + _SEE_ROPE,
+            )
+        )
+    return _run("check_rope_scores", fn, cases, mistakes=check_rope_scores.mistakes)
+
+
+# ---------------------------------------------------------------- ALiBi slopes
+
+
+def _geometric(h: int, first: int = 1) -> list[float]:
+    return [2.0 ** (-8.0 * k / h) for k in range(first, first + h)]
+
+
+def _interleaved(h: int, extra: slice) -> list[float]:
+    p = 2 ** int(math.floor(math.log2(h)))
+    slopes = _geometric(p)
+    if p < h:
+        slopes += _geometric(2 * p)[extra][: h - p]
+    return slopes
+
+
+def _as_tensor(fn: Callable[[int], object]) -> Callable[[int], torch.Tensor]:
+    """Accept a list or tensor of slopes from the reader; compare as float64."""
+
+    def run(h: int) -> torch.Tensor:
+        out = fn(h)
+        return torch.as_tensor(out).to(torch.float64).flatten()
+
+    return run
+
+
+_SEE_ALIBI = _see("ALiBi: a penalty that grows with distance", _POSITIONS)
+
+
+@knows(
+    Mistake(
+        "halving",
+        lambda h: [2.0**-k for k in range(1, h + 1)],
+        "these are 1/2, 1/4, 1/8, ... whatever the number of heads: that is the sequence for 8 "
+        "heads only; the ratio is 2^(-8/h), so that the smallest slope is 2^-8; " + _SEE_ALIBI,
+    ),
+    Mistake(
+        "starts_at_one",
+        lambda h: _geometric(h, first=0),
+        "the first slope is 1 (c counted from 0): the slopes are 2^(-8c/h) for c = 1 .. h, so "
+        "the first is 2^(-8/h); " + _SEE_ALIBI,
+    ),
+    Mistake(
+        "no_power_of_two_rule",
+        lambda h: _geometric(h),
+        "for a number of heads that is not a power of two these are 2^(-8c/h): the paper's "
+        "rule takes the slopes of the largest power of two below h, then every other slope "
+        "of the next power of two; " + _SEE_ALIBI,
+    ),
+    Mistake(
+        "wrong_extra_slopes",
+        lambda h: _interleaved(h, slice(1, None, 2)),
+        "the extra heads repeat slopes the first heads already have: of the 2p-head "
+        "sequence take slopes 1, 3, 5, ... (counting from 1), the ones that fall between the "
+        "p-head slopes; " + _SEE_ALIBI,
+    ),
+)
+def check_alibi_slopes(fn: Callable[[int], object]) -> CheckReport:
+    """Check ``fn(h)``: ALiBi's h slopes (a list or a 1-D tensor), largest first.
+
+    For h a power of two: 2^(-8c/h), c = 1 .. h. Otherwise, with p the largest
+    power of two below h: the p slopes for p heads, then the first h - p of
+    slopes 1, 3, 5, ... (counting from 1) of the sequence for 2p heads, as
+    :func:`attnbook.alibi.alibi_slopes` returns them.
+    """
+    from ..alibi import alibi_slopes
+
+    cases = []
+    for h in (8, 4, 16, 1, 6, 12):
+        note = (
+            "a power of two: 2^(-8c/h) for c = 1 .. h"
+            if (h & (h - 1)) == 0
+            else "not a power of two: the p-head slopes, then every other 2p-head slope"
+        )
+        cases.append(
+            (
+                f"h = {h} ({note})",
+                (h,),
+                alibi_slopes(h, dtype=torch.float64),
+                "compare your slopes with the rule in the text; " + _SEE_ALIBI,
+            )
+        )
+    return _run(
+        "check_alibi_slopes", fn, cases, mistakes=check_alibi_slopes.mistakes, probe=_as_tensor
+    )

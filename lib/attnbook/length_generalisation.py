@@ -1,0 +1,391 @@
+"""Train short, test long: five ways to give a model positions, measured.
+
+The *copy task* (:func:`make_copy_batch`): a sequence of even length L whose
+first half is L/2 distinct random tokens and whose second half repeats them.
+From the middle on, every next token can be found by looking back L/2
+positions, i.e. by an induction head. Each training batch has its own random
+length, so no model can learn "exactly 16 back"; tests use longer sequences
+than any seen in training.
+
+The *k-back task* (:func:`make_kback_batch`): random tokens, and at every
+position i >= k the answer is the token at i - k. It needs an exact offset.
+
+:class:`PositionModel` is a small attention-only Transformer (pre-LN, no MLP)
+whose only difference between runs is where position comes from
+(``SCHEMES``): nothing but the causal mask ("nope"), sinusoids added to the
+input ("sinusoidal"), a learned table added to the input ("learned"),
+rotated queries and keys ("rope") or a linear distance penalty on the scores
+("alibi").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from dataclasses import dataclass
+from importlib import resources
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from . import _validate
+from .alibi import alibi_bias
+from .positional import sinusoidal_encoding
+from .rope import apply_rope
+
+SCHEMES = ("nope", "sinusoidal", "learned", "rope", "alibi")
+SCHEME_NAMES = {
+    "nope": "NoPE",
+    "sinusoidal": "sinusoidal",
+    "learned": "learned",
+    "rope": "RoPE",
+    "alibi": "ALiBi",
+}
+
+
+def _generator(name: str, value: object) -> torch.Generator:
+    if isinstance(value, torch.Generator):
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer seed or a torch.Generator, got {value!r}")
+    return torch.Generator().manual_seed(int(value))
+
+
+@dataclass
+class TaskBatch:
+    """Tokens, the answer at each position, and which positions are scored.
+
+    Attributes:
+        tokens: (batch, n) int64 inputs.
+        targets: (batch, n) int64 answer at each position (0 where not scored).
+        scored: (n,) bool, the positions whose answers count.
+    """
+
+    tokens: torch.Tensor
+    targets: torch.Tensor
+    scored: torch.Tensor
+
+
+def make_copy_batch(
+    batch: int, length: int, vocab: int = 64, seed: int | torch.Generator = 0
+) -> TaskBatch:
+    """The copy task: L/2 distinct random tokens, then the same tokens again.
+
+    The answer at position i is the next token, ``tokens[i + 1]``; positions
+    L/2 .. L - 2 are scored (each answer there is the token L/2 - 1 positions
+    back from i, the one after the earlier copy of ``tokens[i]``).
+    """
+    batch = _validate.positive_int("batch", batch)
+    length = _validate.positive_int("length", length)
+    vocab = _validate.positive_int("vocab", vocab)
+    if length % 2 or length < 4:
+        raise ValueError(f"length must be even and >= 4, got {length}")
+    half = length // 2
+    if half > vocab:
+        raise ValueError(
+            f"length / 2 must be <= vocab (the first half is distinct tokens), got "
+            f"length={length}, vocab={vocab}"
+        )
+    g = _generator("seed", seed)
+    first = torch.rand(batch, vocab, generator=g).argsort(dim=1)[:, :half]  # (batch, L/2)
+    tokens = torch.cat([first, first], dim=1)  # (batch, L)
+    targets = torch.zeros_like(tokens)
+    targets[:, :-1] = tokens[:, 1:]
+    scored = torch.zeros(length, dtype=torch.bool)
+    scored[half : length - 1] = True
+    return TaskBatch(tokens, targets, scored)
+
+
+def make_kback_batch(
+    batch: int, length: int, k: int = 3, vocab: int = 64, seed: int | torch.Generator = 0
+) -> TaskBatch:
+    """The k-back task: uniform random tokens; the answer at i >= k is ``tokens[i - k]``."""
+    batch = _validate.positive_int("batch", batch)
+    length = _validate.positive_int("length", length)
+    vocab = _validate.positive_int("vocab", vocab)
+    k = _validate.positive_int("k", k)
+    if length <= k:
+        raise ValueError(f"length must exceed k={k}, got {length}")
+    g = _generator("seed", seed)
+    tokens = torch.randint(vocab, (batch, length), generator=g)
+    targets = torch.zeros_like(tokens)
+    targets[:, k:] = tokens[:, :-k]
+    scored = torch.zeros(length, dtype=torch.bool)
+    scored[k:] = True
+    return TaskBatch(tokens, targets, scored)
+
+
+TASKS = {"copy": make_copy_batch, "kback": make_kback_batch}
+SWEEP_FILE = "sweep.json"
+
+
+class PositionAttention(nn.Module):
+    """Causal multi-head self-attention with one of the five position schemes.
+
+    Projections ``W_q``, ``W_k``, ``W_v``, ``W_o`` (``nn.Linear``, no bias);
+    with ``scheme="rope"`` every head's queries and keys are rotated by
+    :func:`attnbook.rope.apply_rope`, with ``"alibi"`` the scores get
+    :func:`attnbook.alibi.alibi_bias`; the other schemes act on the input.
+    After a forward, ``attention_weights`` is (batch, heads, queries, keys).
+    """
+
+    def __init__(self, num_hiddens: int, num_heads: int, scheme: str) -> None:
+        super().__init__()
+        if num_hiddens % num_heads:
+            raise ValueError(
+                f"num_heads must divide num_hiddens, got num_hiddens={num_hiddens}, "
+                f"num_heads={num_heads}"
+            )
+        self.num_heads, self.head_size, self.scheme = num_heads, num_hiddens // num_heads, scheme
+        if scheme == "rope" and self.head_size % 2:
+            raise ValueError(
+                f"RoPE rotates pairs of features: the head size num_hiddens / num_heads must "
+                f"be even, got {self.head_size}"
+            )
+        self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.W_k = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.W_v = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.attention_weights: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (batch, n, num_hiddens) -> (batch, n, num_hiddens)."""
+        b, n, D = x.shape
+        split = lambda t: t.reshape(b, n, self.num_heads, self.head_size).transpose(1, 2)  # noqa: E731
+        q, k, v = split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x))  # (b, h, n, p)
+        if self.scheme == "rope":
+            positions = torch.arange(n, device=x.device)
+            q, k = apply_rope(q, positions), apply_rope(k, positions)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_size)  # (b, h, n, n)
+        if self.scheme == "alibi":
+            scores = scores + alibi_bias(n, self.num_heads, dtype=x.dtype).to(x.device)
+        future = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)
+        weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+        self.attention_weights = weights.detach()
+        out = (weights @ v).transpose(1, 2).reshape(b, n, D)
+        return self.W_o(out)
+
+
+class PositionModel(nn.Module):
+    """Token embedding, pre-LN attention-only layers, final norm, unembedding.
+
+    Args:
+        scheme: one of ``SCHEMES``.
+        vocab: number of token ids.
+        num_hiddens: width D of the residual stream.
+        num_heads: heads per layer.
+        num_layers: attention layers.
+        max_len: rows of the learned table (``scheme="learned"`` only; the
+            model then accepts at most ``max_len`` positions). The other
+            schemes accept any length.
+        seed: integer seed of the initialisation (the global RNG is untouched).
+
+    ``forward(tokens)`` maps (batch, n) int64 tokens to (batch, n, vocab) logits.
+    """
+
+    def __init__(
+        self,
+        scheme: str,
+        vocab: int = 64,
+        num_hiddens: int = 64,
+        num_heads: int = 4,
+        num_layers: int = 2,
+        max_len: int = 129,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+        self.scheme = scheme
+        self.vocab = _validate.positive_int("vocab", vocab)
+        self.num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
+        self.num_heads = _validate.positive_int("num_heads", num_heads)
+        self.max_len = _validate.positive_int("max_len", max_len)
+        num_layers = _validate.positive_int("num_layers", num_layers)
+        if scheme in ("sinusoidal", "rope") and num_hiddens % 2:
+            raise ValueError(f"num_hiddens must be even for scheme {scheme!r}, got {num_hiddens}")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise TypeError(f"seed must be an integer, got {seed!r}")
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            self.embed = nn.Embedding(vocab, num_hiddens)
+            self.position = nn.Embedding(max_len, num_hiddens) if scheme == "learned" else None
+            self.norms = nn.ModuleList(nn.LayerNorm(num_hiddens) for _ in range(num_layers))
+            self.layers = nn.ModuleList(
+                PositionAttention(num_hiddens, num_heads, scheme) for _ in range(num_layers)
+            )
+            self.final_norm = nn.LayerNorm(num_hiddens)
+            self.unembed = nn.Linear(num_hiddens, vocab, bias=False)
+
+    @property
+    def attention_weights(self) -> list[torch.Tensor | None]:
+        """Each layer's (batch, heads, queries, keys) weights from the last forward."""
+        return [layer.attention_weights for layer in self.layers]
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens (batch, n) int64 -> logits (batch, n, vocab)."""
+        tokens = _validate.tensor("tokens", tokens, ndim=2)
+        if tokens.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"tokens must hold integer ids, got dtype {tokens.dtype}")
+        n = tokens.shape[1]
+        if self.scheme == "learned" and n > self.max_len:
+            raise ValueError(f"a learned table has max_len={self.max_len} rows, got {n} positions")
+        x = self.embed(tokens)  # (batch, n, D): the residual stream
+        if self.scheme == "sinusoidal":
+            x = x + sinusoidal_encoding(n, self.num_hiddens).to(x)
+        elif self.scheme == "learned":
+            x = x + self.position.weight[:n]
+        for norm, layer in zip(self.norms, self.layers):
+            x = x + layer(norm(x))
+        return self.unembed(self.final_norm(x))  # (batch, n, vocab)
+
+
+def _check_model(model: object) -> PositionModel:
+    if not isinstance(model, PositionModel):
+        raise TypeError(f"model must be a PositionModel, got {type(model).__name__}")
+    return model
+
+
+def _task(task: object) -> str:
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {tuple(TASKS)}, got {task!r}")
+    return task
+
+
+def task_accuracy(model: PositionModel, batch: TaskBatch) -> float:
+    """Fraction of the scored positions whose largest logit is the answer."""
+    _check_model(model)
+    with torch.no_grad():
+        logits = model(batch.tokens)  # (batch, n, vocab)
+    right = logits.argmax(-1) == batch.targets  # (batch, n)
+    return float(right[:, batch.scored].double().mean())
+
+
+def evaluate(
+    model: PositionModel,
+    lengths: tuple[int, ...] = (32, 64, 128),
+    task: str = "copy",
+    size: int = 256,
+    seed: int = 1000,
+    **options,
+) -> dict[int, float]:
+    """Held-out accuracy at each length: ``size`` fresh sequences from ``seed + length``."""
+    make = TASKS[_task(task)]
+    return {
+        int(n): task_accuracy(model, make(size, n, vocab=model.vocab, seed=seed + n, **options))
+        for n in lengths
+    }
+
+
+def copy_head_score(model: PositionModel, length: int, size: int = 64, seed: int = 2000) -> float:
+    """The best last-layer head's weight on the induction target of the copy task.
+
+    On copy sequences of ``length``, the query at L/2 + j (holding the same
+    token as position j) should attend to j + 1, the token that came after
+    the earlier copy. Each head of the last layer gets the mean weight it
+    puts there (over j = 0 .. L/2 - 2 and the batch); the largest is returned.
+    """
+    _check_model(model)
+    batch = make_copy_batch(size, length, vocab=model.vocab, seed=seed + length)
+    with torch.no_grad():
+        model(batch.tokens)
+    weights = model.attention_weights[-1]  # (batch, heads, n, n)
+    half = length // 2
+    j = torch.arange(half - 1)
+    picked = weights[:, :, half + j, j + 1]  # (batch, heads, half - 1)
+    return float(picked.mean(dim=(0, 2)).max())
+
+
+@dataclass
+class TrainLog:
+    """Loss of every step, and the lengths the batches had."""
+
+    losses: list[float]
+    lengths: list[int]
+
+
+def train_positions(
+    model: PositionModel,
+    task: str = "copy",
+    steps: int = 600,
+    batch: int = 64,
+    lr: float = 3e-3,
+    min_length: int = 8,
+    max_length: int = 32,
+    clip: float = 1.0,
+    seed: int = 0,
+    **options,
+) -> TrainLog:
+    """Train ``model`` in place; each step's batch has its own random even length.
+
+    Lengths are drawn uniformly from the even numbers in [min_length,
+    max_length]; the loss is the cross-entropy over the scored positions;
+    AdamW (learning rate ``lr``), gradients clipped to norm ``clip``. Runs on
+    one CPU thread (restored afterwards), with seeded data, so the same
+    arguments give the same model on the same machine.
+    """
+    _check_model(model)
+    make = TASKS[_task(task)]
+    steps = _validate.positive_int("steps", steps)
+    batch = _validate.positive_int("batch", batch)
+    lr = _validate.positive_number("lr", lr)
+    clip = _validate.positive_number("clip", clip)
+    min_length = _validate.positive_int("min_length", min_length)
+    max_length = _validate.positive_int("max_length", max_length)
+    if min_length > max_length:
+        raise ValueError(
+            f"min_length must be <= max_length, got min_length={min_length}, "
+            f"max_length={max_length}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    choices = [n for n in range(min_length, max_length + 1) if n % 2 == 0]
+    if not choices:
+        raise ValueError(f"no even length in [{min_length}, {max_length}]")
+    data = torch.Generator().manual_seed(int(seed))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    log = TrainLog([], [])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    was_training = model.training
+    model.train()
+    try:
+        for _ in range(steps):
+            n = choices[int(torch.randint(len(choices), (1,), generator=data))]
+            sample = make(batch, n, vocab=model.vocab, seed=data, **options)
+            logits = model(sample.tokens)[:, sample.scored]  # (batch, scored, vocab)
+            loss = F.cross_entropy(logits.flatten(0, 1), sample.targets[:, sample.scored].flatten())
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            log.losses.append(float(loss.detach()))
+            log.lengths.append(n)
+    finally:
+        torch.set_num_threads(threads)
+        model.train(was_training)
+    return log
+
+
+def load_sweep() -> dict:
+    """The shipped sweep (``positions_data/sweep.json``, made by ``make positions-sweep``).
+
+    ``{"settings": ..., "copy": [record, ...], "kback": [record, ...]}``, one
+    record per (scheme, seed) with its ``accuracy`` at each test length (keys
+    are strings) and, for the copy task, its ``head_score``
+    (:func:`copy_head_score`).
+    """
+    text = (resources.files("attnbook") / "positions_data" / SWEEP_FILE).read_text("utf-8")
+    return json.loads(text)
+
+
+def sweep_ranges(records: list[dict], field: str = "accuracy") -> dict[str, dict[str, tuple]]:
+    """{scheme: {length: (lowest, highest)}} of ``field`` over the records' seeds."""
+    out: dict[str, dict[str, tuple]] = {}
+    for record in records:
+        for n, value in record[field].items():
+            low, high = out.setdefault(record["scheme"], {}).get(n, (value, value))
+            out[record["scheme"]][n] = (min(low, value), max(high, value))
+    return out
