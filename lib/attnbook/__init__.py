@@ -30,6 +30,11 @@ _SUBMODULES = (
     "norms",
     "transformer",
     "lm",
+    "digits",
+    "patches",
+    "vit",
+    "explain",
+    "vit_study",
 )
 
 __all__ = [*_SUBMODULES, "__version__"]

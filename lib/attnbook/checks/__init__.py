@@ -35,6 +35,7 @@ from .part2 import (
 )
 from .part3 import check_block_parameter_count, check_layer_norm
 from .scale import check_attention_memory, check_online_softmax, check_tiled_causal
+from .vit import check_attention_rollout, check_ink, check_patchify
 
 __all__ = [
     "CheckReport",
@@ -62,4 +63,7 @@ __all__ = [
     "check_causal_mask",
     "check_kv_cache",
     "check_kv_cache_size",
+    "check_patchify",
+    "check_attention_rollout",
+    "check_ink",
 ]
