@@ -35,7 +35,18 @@ EXPLORERS = {
     "norm_placement": lambda: widgets.norm_placement_explorer(depths=[1, 2, 4], value=2),
     "heads": widgets.heads_explorer,
     "decoding": lambda: widgets.decoding_explorer(*lm.load_checkpoint(), "The query sees"),
+    "vit_maps": lambda: small_vit_maps(),
 }
+
+
+def small_vit_maps():
+    """Chapter 15's explorer over an untrained ViT and random images (no scikit-learn)."""
+    from attnbook.vit import build_vit
+
+    g = torch.Generator().manual_seed(0)
+    images = torch.rand(5, 1, 8, 8, generator=g)
+    labels = torch.tensor([3, 1, 4, 1, 5])
+    return widgets.vit_maps_explorer(build_vit(0), images, labels, indices=[0, 2, 4])
 
 
 def small_induction_log():

@@ -26,6 +26,7 @@ from .query_position import DEFAULT_VALUES, QueryPositionExplorer, query_positio
 from .tiles import TilesExplorer, tiles_explorer
 from .training_steps import TrainingStepsExplorer, training_steps_explorer
 from .valid_length import ValidLengthExplorer, valid_length_explorer
+from .vit_maps import VitMapsExplorer, vit_maps_explorer
 
 __all__ = [
     "DEFAULT_DIMS",
@@ -63,4 +64,6 @@ __all__ = [
     "norm_placement_explorer",
     "DecodingExplorer",
     "decoding_explorer",
+    "VitMapsExplorer",
+    "vit_maps_explorer",
 ]
