@@ -26,6 +26,7 @@ CHAPTERS = [
     "book/causal-language-model",
     "book/induction-heads",
     "book/attention-at-scale",
+    "book/vision-transformer",
     "book/references",
 ]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -41,7 +41,7 @@ def main() -> None:
     }
     for seed in range(args.seeds):
         start = time.process_time()
-        _, result = run_seed(data, seed)
+        _, result, _ = run_seed(data, seed)
         seconds = time.process_time() - start
         record["seeds"][str(seed)] = {k: round(v, 6) for k, v in result.items()}
         record["baselines"][str(seed)] = {k: round(v, 6) for k, v in baselines(data, seed).items()}

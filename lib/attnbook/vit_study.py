@@ -24,10 +24,10 @@ NUM_EXPLAINED = 100
 MLP_SIZES = (64, 128)
 
 
-def run_seed(data: DigitsSplit, seed: int) -> tuple[TinyViT, dict[str, float]]:
+def run_seed(data: DigitsSplit, seed: int) -> tuple[TinyViT, dict[str, float], list[float]]:
     """Train the chapter's ViT with ``seed`` (:data:`SETTING`) and measure it.
 
-    Returns the trained model and a record: ``"accuracy"`` (test, a fraction),
+    Returns the trained model, a record and each epoch's mean training loss. The record holds ``"accuracy"`` (test, a fraction),
     ``"final loss"`` (the last epoch's mean training loss) and the entries of
     :func:`attnbook.explain.agreement` on the first :data:`NUM_EXPLAINED`
     test images.
@@ -37,7 +37,7 @@ def run_seed(data: DigitsSplit, seed: int) -> tuple[TinyViT, dict[str, float]]:
     images, labels = data.X_test[:NUM_EXPLAINED], data.y_test[:NUM_EXPLAINED]
     record = {"accuracy": accuracy(model, data.X_test, data.y_test), "final loss": losses[-1]}
     record.update(agreement(explanation_scores(model, images, labels, seed=seed)))
-    return model, record
+    return model, record, losses
 
 
 def baselines(data: DigitsSplit, seed: int) -> dict[str, float]:
@@ -77,15 +77,18 @@ def load_sweep() -> dict:
 def records_agree(live: dict[str, float], stored: dict[str, float]) -> list[str]:
     """The entries where a live run of a seed differs from its stored record, as sentences.
 
-    Accuracy may differ by one test image in 450 and each mean correlation by
-    0.02 (a CPU with other vector instructions rounds differently, and training
-    amplifies the difference a little); anything more is a drift between the
-    code and the stored file.
+    Training is chaotic in its last bits: the same seed on a CPU with other
+    vector instructions (``ATEN_CPU_CAPABILITY=default`` against AVX-512, say)
+    ends a few test images apart, and its mean correlations up to about 0.1
+    apart (measured on seed 0: 3 images, 0.10 for raw attention). So accuracy
+    may differ by 7 test images in 450, each mean correlation by 0.15, the
+    peak by 0.06 and the top-patch match by 0.1; anything more is a drift
+    between the code and the stored file.
     """
-    tolerance = {"accuracy": 1.5 / 450, "final loss": 0.01, "peak": 0.02, "top match": 0.03}
+    tolerance = {"accuracy": 7.5 / 450, "final loss": 0.01, "peak": 0.06, "top match": 0.1}
     problems = []
     for key, value in stored.items():
-        allowed = tolerance.get(key, 0.02)
+        allowed = tolerance.get(key, 0.15)
         if abs(live[key] - value) > allowed:
             problems.append(f"{key}: live {live[key]:.4f}, stored {value:.4f}")
     return problems
