@@ -59,7 +59,7 @@ def test_every_chapter_notebook_is_in_the_book():
     assert sorted(f"book/{path.stem}" for path in NOTEBOOKS) == sorted(
         name for name in CHAPTERS if (BOOK.parent / f"{name}.ipynb").exists()
     )
-    assert len(NOTEBOOKS) == 11
+    assert len(NOTEBOOKS) == 12
 
 
 def test_install_cell_matches_config():

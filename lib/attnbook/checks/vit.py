@@ -60,8 +60,14 @@ def check_patchify(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> CheckRepo
     g = _generator(15)
     cases = []
 
+    hint = (
+        "patches row by row, each patch's features in the order (channel, row, column): "
+        "reshape to (b, C, H/p, p, W/p, p), permute to (b, H/p, W/p, C, p, p), reshape; "
+        + _see("An image as a sequence", _VIT)
+    )
+
     def case(description, images, p):
-        cases.append((description, (images, p), patchify(images, p)))
+        cases.append((description, (images, p), patchify(images, p), hint))
 
     case("a 4x4 image of 0..15, 2x2 patches", torch.arange(16.0).reshape(1, 1, 4, 4), 2)
     case("a 4x6 image: 2 rows of 3 patches", torch.randn(1, 1, 4, 6, generator=g), 2)
@@ -124,15 +130,20 @@ def check_attention_rollout(fn: Callable[[torch.Tensor], torch.Tensor]) -> Check
     g = _generator(16)
     cases = []
 
+    hint = (
+        "average the heads, add the identity, renormalise the rows, and multiply each "
+        "later block on the left, R = A_L ... A_1; " + _see("Attention rollout", _VIT)
+    )
+
     def case(description, layers, batch, heads, n):
         weights = torch.softmax(2 * torch.randn(layers, batch, heads, n, n, generator=g), -1)
-        cases.append((description, (weights,), attention_rollout(weights)))
+        cases.append((description, (weights,), attention_rollout(weights), hint))
 
     case("one block, one head, 4 tokens", 1, 1, 1, 4)
     case("two blocks, two heads, 5 tokens", 2, 1, 2, 5)
     case("three blocks, four heads, a batch of 2", 3, 2, 4, 6)
     uniform = torch.full((2, 1, 1, 3, 3), 1 / 3)
-    cases.append(("two blocks of uniform attention", (uniform,), attention_rollout(uniform)))
+    cases.append(("two blocks of uniform attention", (uniform,), attention_rollout(uniform), hint))
     return _run("check_attention_rollout", fn, cases, mistakes=check_attention_rollout.mistakes)
 
 
@@ -163,8 +174,13 @@ def check_ink(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> CheckReport:
     g = _generator(17)
     cases = []
 
+    hint = (
+        "sum the pixel values of each p x p patch, patches numbered row by row as "
+        "patchify numbers them; " + _see("A trivial baseline: ink", _VIT)
+    )
+
     def case(description, images, p):
-        cases.append((description, (images, p), ink_scores(images, p)))
+        cases.append((description, (images, p), ink_scores(images, p), hint))
 
     square = torch.rand(2, 1, 4, 4, generator=g) * (torch.rand(2, 1, 4, 4, generator=g) > 0.4)
     case("two 4x4 images with blank pixels, 2x2 patches", square, 2)
