@@ -87,8 +87,8 @@ class _VitMapsRenderer(Renderer):
         method, index = state
         k = self.row[index]
         if method == "occlusion":
-            return "occlusion itself"
-        return f"{method}: \u03c1 = {self.rho[method][k]:+.2f}"
+            return "occlusion itself\n\u03c1 = +1.00"
+        return f"{method}\n\u03c1 = {self.rho[method][k]:+.2f} with occlusion"
 
     def _headline(self, index: int) -> str:
         k = self.row[index]
@@ -120,8 +120,8 @@ class _VitMapsRenderer(Renderer):
         for ax in (ax_map, ax_occ):
             ax.set_xticks([])
             ax.set_yticks([])
-        ax_occ.set_title("occlusion (the ground truth)", fontsize="medium")
-        map_title = ax_map.set_title(self._title(state), fontsize="medium")
+        ax_occ.set_title("occlusion\n(the ground truth)", fontsize="small")
+        map_title = ax_map.set_title(self._title(state), fontsize="small")
         x = np.arange(self.probs.shape[1])
         k = self.row[index]
         probability = bars(ax_bar, x, self.probs[k], 0.7, self._bar_colours(index))
