@@ -28,6 +28,7 @@ EXPLORER_PAGES = {
     "book/causal-language-model.html": 1,
     "book/cross-attention.html": 1,
     "book/positions.html": 1,
+    "book/vision-transformer.html": 1,
 }
 
 
@@ -135,7 +136,20 @@ ALL_EXPLORERS = [
         )[1]
     ),
     widgets.rope_dial_explorer,
+    lambda: _small_vit_maps(),
 ]
+
+
+def _small_vit_maps():
+    """Chapter 15's explorer over an untrained ViT and random images (no scikit-learn)."""
+    import torch
+
+    from attnbook.vit import build_vit
+
+    g = torch.Generator().manual_seed(0)
+    images = torch.rand(4, 1, 8, 8, generator=g)
+    labels = torch.tensor([2, 7, 1, 8])
+    return widgets.vit_maps_explorer(build_vit(0), images, labels, indices=[0, 3])
 
 
 def test_fragment_page_explorers_work_offline(browser, tmp_path):

@@ -28,6 +28,7 @@ CHAPTERS = [
     "book/attention-at-scale",
     "book/cross-attention",
     "book/positions",
+    "book/vision-transformer",
     "book/references",
     "book/teaching",
 ]

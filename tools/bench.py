@@ -81,6 +81,17 @@ def decoding():
 DECODING_TEXT = "The query looks at the keys."
 
 
+def vit_maps():
+    """Chapter 15's explorer: a ViT briefly trained on the digits (as many stops as the chapter's)."""
+    from attnbook.digits import load_digits_split
+    from attnbook.vit import build_vit, train_vit
+
+    data = load_digits_split()
+    model = build_vit(0)
+    train_vit(model, data.X_train, data.y_train, epochs=5)
+    return widgets.vit_maps_explorer(model, data.X_test, data.y_test)
+
+
 def kv_cache_speedups(lengths=(32, 64, 127), rounds=5) -> dict[int, float]:
     """Time per new token at step t, recomputing / with the cache (shipped model).
 
@@ -124,6 +135,7 @@ EXPLORERS = {
     "decoding": decoding,
     "alignment": alignment,
     "rope dial": widgets.rope_dial_explorer,
+    "vit maps": vit_maps,
 }
 # Which built page holds which explorer (the page's only one).
 PAGES = {
@@ -140,6 +152,7 @@ PAGES = {
     "causal-language-model": "decoding",
     "cross-attention": "alignment",
     "positions": "rope dial",
+    "vision-transformer": "vit maps",
 }
 
 

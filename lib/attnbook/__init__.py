@@ -33,6 +33,11 @@ _SUBMODULES = (
     "rope",
     "alibi",
     "length_generalisation",
+    "digits",
+    "patches",
+    "vit",
+    "explain",
+    "vit_study",
 )
 
 __all__ = [*_SUBMODULES, "__version__"]

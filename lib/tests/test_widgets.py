@@ -45,6 +45,18 @@ def small_alignment_log():
 
     probe = seq2seq.figure_probe()
     return seq2seq.train_dates(0, True, 6, record=(0, 3, 6), probe=probe, test_size=40)[1]
+    "vit_maps": lambda: small_vit_maps(),
+}
+
+
+def small_vit_maps():
+    """Chapter 15's explorer over an untrained ViT and random images (no scikit-learn)."""
+    from attnbook.vit import build_vit
+
+    g = torch.Generator().manual_seed(0)
+    images = torch.rand(5, 1, 8, 8, generator=g)
+    labels = torch.tensor([3, 1, 4, 1, 5])
+    return widgets.vit_maps_explorer(build_vit(0), images, labels, indices=[0, 2, 4])
 
 
 def small_induction_log():

@@ -40,6 +40,7 @@ from .part3 import check_block_parameter_count, check_layer_norm
 from .positions import check_alibi_slopes, check_rope_scores
 from .scale import check_attention_memory, check_online_softmax, check_tiled_causal
 from .seq2seq import check_cross_attention_weights, check_decoder_masks
+from .vit import check_attention_rollout, check_ink, check_patchify
 
 __all__ = [
     "CheckReport",
@@ -71,4 +72,7 @@ __all__ = [
     "check_decoder_masks",
     "check_rope_scores",
     "check_alibi_slopes",
+    "check_patchify",
+    "check_attention_rollout",
+    "check_ink",
 ]

@@ -28,6 +28,7 @@ from .rope_dial import DEFAULT_SHIFTS, DIAL_SCHEMES, RopeDialExplorer, rope_dial
 from .tiles import TilesExplorer, tiles_explorer
 from .training_steps import TrainingStepsExplorer, training_steps_explorer
 from .valid_length import ValidLengthExplorer, valid_length_explorer
+from .vit_maps import VitMapsExplorer, vit_maps_explorer
 
 __all__ = [
     "DEFAULT_DIMS",
@@ -71,4 +72,6 @@ __all__ = [
     "DIAL_SCHEMES",
     "RopeDialExplorer",
     "rope_dial_explorer",
+    "VitMapsExplorer",
+    "vit_maps_explorer",
 ]

@@ -1,0 +1,43 @@
+"""Chapter 15's checkers accept right answers written another way and reject wrong ones."""
+
+from __future__ import annotations
+
+import torch
+
+from attnbook import checks
+
+
+def loop_patchify(images, p):
+    b, C, H, W = images.shape
+    tokens = []
+    for r in range(0, H, p):
+        for c in range(0, W, p):
+            tokens.append(images[:, :, r : r + p, c : c + p].reshape(b, -1))
+    return torch.stack(tokens, dim=1)
+
+
+def unfold_patchify(images, p):
+    return torch.nn.functional.unfold(images, kernel_size=p, stride=p).transpose(1, 2)
+
+
+def loop_rollout(weights):
+    n = weights.shape[-1]
+    R = torch.eye(n).expand(weights.shape[1], n, n)
+    for W in weights:
+        A = 0.5 * W.mean(1) + 0.5 * torch.eye(n)
+        R = A @ R
+    return R
+
+
+def test_right_answers_pass():
+    assert checks.check_patchify(loop_patchify).passed
+    assert checks.check_patchify(unfold_patchify).passed
+    assert checks.check_attention_rollout(loop_rollout).passed
+    assert checks.check_ink(lambda x, p: loop_patchify(x, p).sum(-1)).passed
+
+
+def test_an_unknown_mistake_fails_without_a_diagnosis():
+    report = checks.check_ink(lambda x, p: loop_patchify(x, p).amax(-1))
+    assert not report.passed and report.mistake is None
+    report = checks.check_attention_rollout(lambda w: loop_rollout(w).transpose(-2, -1))
+    assert not report.passed and report.mistake is None
