@@ -210,7 +210,19 @@ def test_every_checker_has_a_table():
             "test_checks_scale",
         )
     ]
-    own_tests = {"check_right_key_accuracy", "check_two_part_targets"}
+    # Chapter 8's two, and Part IV's (test_checks_seq2seq.py, test_checks_positions.py,
+    # test_checks_vit.py test their right answers; test_checks_diagnosis.py their mistakes).
+    own_tests = {
+        "check_right_key_accuracy",
+        "check_two_part_targets",
+        "check_cross_attention_weights",
+        "check_decoder_masks",
+        "check_rope_scores",
+        "check_alibi_slopes",
+        "check_patchify",
+        "check_attention_rollout",
+        "check_ink",
+    }
     tabled = {*PART_ONE, *CHECKERS, *own_tests}.union(*later)
     assert sorted(tabled) == EVERY_CHECKER
 

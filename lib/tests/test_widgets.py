@@ -37,6 +37,7 @@ EXPLORERS = {
     "decoding": lambda: widgets.decoding_explorer(*lm.load_checkpoint(), "The query sees"),
     "alignment": lambda: widgets.alignment_explorer(small_alignment_log()),
     "rope_dial": widgets.rope_dial_explorer,
+    "vit_maps": lambda: small_vit_maps(),
 }
 
 
@@ -45,8 +46,6 @@ def small_alignment_log():
 
     probe = seq2seq.figure_probe()
     return seq2seq.train_dates(0, True, 6, record=(0, 3, 6), probe=probe, test_size=40)[1]
-    "vit_maps": lambda: small_vit_maps(),
-}
 
 
 def small_vit_maps():

@@ -1,0 +1,53 @@
+"""Chapter 14's checkers: answers written here, independently of attnbook.rope and
+attnbook.alibi, pass; a near miss fails. (Each known mistake gets its own
+diagnosis in test_checks_diagnosis.py.)"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from attnbook.checks import check_alibi_slopes, check_rope_scores
+
+
+def rope_scores_by_loops(q, k):
+    """Every pair (2i, 2i+1) of row m turned by m * 10000^(-2i/d), one scalar at a time."""
+    n, d = q.shape[-2], q.shape[-1]
+
+    def rotate(x):
+        out = x.clone()
+        for m in range(n):
+            for i in range(d // 2):
+                angle = m * 10000.0 ** (-2 * i / d)
+                c, s = math.cos(angle), math.sin(angle)
+                a, b = x[..., m, 2 * i], x[..., m, 2 * i + 1]
+                out[..., m, 2 * i] = c * a - s * b
+                out[..., m, 2 * i + 1] = s * a + c * b
+        return out
+
+    return rotate(q) @ rotate(k).transpose(-1, -2)
+
+
+def alibi_slopes_by_rule(h):
+    """Press et al.'s rule: the geometric slopes of the largest power of two below h,
+    then every other slope of twice that many heads."""
+
+    def power_of_two(n):
+        return [2.0 ** (-8.0 * k / n) for k in range(1, n + 1)]
+
+    p = 2 ** int(math.floor(math.log2(h)))
+    if p == h:
+        return power_of_two(h)
+    return power_of_two(p) + power_of_two(2 * p)[0::2][: h - p]
+
+
+def test_right_answers_pass():
+    assert check_rope_scores(rope_scores_by_loops)
+    assert check_alibi_slopes(alibi_slopes_by_rule)
+    assert check_alibi_slopes(lambda h: torch.tensor(alibi_slopes_by_rule(h)))
+
+
+def test_near_misses_fail():
+    assert not check_rope_scores(lambda q, k: 1.001 * rope_scores_by_loops(q, k))
+    assert not check_alibi_slopes(lambda h: [1.001 * s for s in alibi_slopes_by_rule(h)])
