@@ -30,6 +30,8 @@ _SUBMODULES = (
     "norms",
     "transformer",
     "lm",
+    "corpus",
+    "sampling",
 )
 
 __all__ = [*_SUBMODULES, "__version__"]
