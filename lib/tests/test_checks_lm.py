@@ -104,10 +104,10 @@ CHECKERS = {
     "check_kv_cache": (
         cache_ok,
         [
-            (cache_reappends, "4 tokens, d=3, d_v=2"),
-            (cache_attends_before_appending, "1 tokens, d=2, d_v=2"),
-            (cache_unscaled, "6 tokens, d=8, d_v=5"),
-            (cache_never_read, "5 tokens, d=4, d_v=4"),
+            (cache_reappends, "4 tokens, p=3, p_v=2"),
+            (cache_attends_before_appending, "1 tokens, p=2, p_v=2"),
+            (cache_unscaled, "6 tokens, p=8, p_v=5"),
+            (cache_never_read, "5 tokens, p=4, p_v=4"),
         ],
     ),
     "check_kv_cache_size": (

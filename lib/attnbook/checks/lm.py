@@ -90,12 +90,12 @@ def check_causal_mask(fn: Callable[[int], torch.Tensor]) -> CheckReport:
 
 
 def _step(scale: Callable[[int, int], float], before: bool = False, reread: bool = False):
-    """A cache step that scales scores by ``scale(d, d_v)``; with ``before`` it attends
+    """A cache step that scales scores by ``scale(p, p_v)``; with ``before`` it attends
     before appending; with ``reread`` it appends the whole old cache again."""
 
     def kv_step(K_cache, V_cache, q, k, v):
         K_new = torch.cat([K_cache, k.unsqueeze(0)])  # (t + 1, d)
-        V_new = torch.cat([V_cache, v.unsqueeze(0)])  # (t + 1, d_v)
+        V_new = torch.cat([V_cache, v.unsqueeze(0)])  # (t + 1, p_v)
         K_seen, V_seen = (K_cache, V_cache) if before else (K_new, V_new)
         weights = torch.softmax(K_seen @ q * scale(q.shape[0], v.shape[0]), dim=0)
         out = weights @ V_seen if K_seen.shape[0] else torch.zeros_like(v)
@@ -124,19 +124,19 @@ _ROOT_D = lambda d, dv: 1 / math.sqrt(d)  # noqa: E731
     Mistake(
         "no scaling",
         _step(lambda d, dv: 1.0),
-        "this looks like scores q k_j without the 1/sqrt(d) scaling: divide by "
-        "math.sqrt(d), d the width of q and k; " + _CACHE_SECTION,
+        "this looks like scores q k_j without the 1/sqrt(p) scaling: divide by "
+        "math.sqrt(p), p the width of q and k; " + _CACHE_SECTION,
     ),
     Mistake(
         "divides by d",
         _step(lambda d, dv: 1 / d),
-        "this looks like scores divided by d instead of sqrt(d); " + _CACHE_SECTION,
+        "this looks like scores divided by p instead of sqrt(p); " + _CACHE_SECTION,
     ),
     Mistake(
-        "scaled by d_v",
+        "scaled by p_v",
         _step(lambda d, dv: 1 / math.sqrt(dv)),
-        "this looks like scores divided by sqrt(d_v), the values' width: the scaling uses "
-        "d, the width of the queries and keys; " + _CACHE_SECTION,
+        "this looks like scores divided by sqrt(p_v), the values' width: the scaling uses "
+        "p, the width of the queries and keys; " + _CACHE_SECTION,
     ),
     Mistake(
         "never reads the cache",
@@ -158,12 +158,13 @@ def check_kv_cache(
 ) -> CheckReport:
     """Check ``fn(K_cache, V_cache, q, k, v)``: one decoding step of one head with a cache.
 
-    ``K_cache`` is (t, d) and ``V_cache`` is (t, d_v): the keys and values of
-    the t earlier tokens (t may be 0); ``q`` and ``k`` are (d,) and ``v`` is
-    (d_v,) for the new token at position t. The answer is a tuple
-    ``(output, K_cache, V_cache)``: the new token's attention output (d_v,),
-    softmax over the t + 1 keys of q k_j / sqrt(d), and the caches extended by
-    the new key and value, (t + 1, d) and (t + 1, d_v).
+    ``K_cache`` is (t, p) and ``V_cache`` is (t, p_v): the keys and values of
+    the t earlier tokens (t may be 0); ``q`` and ``k`` are (p,) and ``v`` is
+    (p_v,) for the new token at position t (p and p_v are the head widths of
+    the book's notation). The answer is a tuple ``(output, K_cache, V_cache)``:
+    the new token's attention output (p_v,), softmax over the t + 1 keys of
+    q k_j / sqrt(p), and the caches extended by the new key and value,
+    (t + 1, p) and (t + 1, p_v).
 
     The checker runs ``fn`` token by token over a whole sequence, starting from
     empty caches, and compares the outputs with the uncached layer (causal
@@ -176,7 +177,7 @@ def check_kv_cache(
 
     def probe(step_fn: Callable) -> Callable:
         def run(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor) -> dict:
-            K_cache, V_cache = K[:0], V[:0]  # (0, d) and (0, d_v)
+            K_cache, V_cache = K[:0], V[:0]  # (0, p) and (0, p_v)
             outputs = []
             for i in range(Q.shape[0]):
                 answer = step_fn(K_cache, V_cache, Q[i], K[i], V[i])
@@ -203,7 +204,7 @@ def check_kv_cache(
     g = _generator(10)
     hint = (
         "append the new key and value to the caches first, then let q attend to every "
-        "cached key, its own included, with scores scaled by 1/sqrt(d); return the "
+        "cached key, its own included, with scores scaled by 1/sqrt(p); return the "
         "extended caches, each new key added exactly once; " + _see("The key-value cache", _LM)
     )
     cases = []
@@ -213,7 +214,7 @@ def check_kv_cache(
             Q[None], K[None], V[None], is_causal=True
         )[0]
         expected = {"outputs": outputs, "keys": K, "values": V}
-        cases.append((f"{n} tokens, d={d}, d_v={dv}", (Q, K, V), expected, hint))
+        cases.append((f"{n} tokens, p={d}, p_v={dv}", (Q, K, V), expected, hint))
     return _run("check_kv_cache", fn, cases, mistakes=check_kv_cache.mistakes, probe=probe)
 
 
