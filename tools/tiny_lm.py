@@ -92,7 +92,8 @@ def build_checkpoint() -> None:
         print(f"step {step:5d}: {text!r}")
     print(
         f"trained {lm.CHECKPOINT_RECIPE['steps']} steps in {seconds:.0f} s ({cpu:.0f} s CPU); "
-        f"corpus loss {info['corpus_loss']:.3f}; wrote {path} ({info['bytes']} bytes)"
+        f"loss {info['train_loss']:.3f} on the training text, "
+        f"{info['held_out_loss']:.3f} held out; wrote {path} ({info['bytes']} bytes)"
     )
 
 

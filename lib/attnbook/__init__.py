@@ -30,6 +30,8 @@ _SUBMODULES = (
     "norms",
     "transformer",
     "lm",
+    "corpus",
+    "sampling",
     "rope",
     "alibi",
     "length_generalisation",

@@ -2,17 +2,18 @@
 
 The pieces of chapter 10, in the order it uses them:
 
-* :func:`load_corpus`: the training text that ships with the library, a frozen
-  plain-text copy of the book's preface and Part I prose (``lm_data/corpus.txt``).
-* :class:`CharTokenizer`: characters to integer ids and back.
+* :func:`load_corpus` and :class:`CharTokenizer`, from :mod:`attnbook.corpus`:
+  the training text that ships with the library (whole, or its training and
+  held-out parts), and characters to integer ids and back.
 * :class:`TinyLM`: a decoder-only model (token and learned position
   embeddings, pre-LN blocks with causal self-attention, a final LayerNorm and
   an output projection). ``forward(ids)`` returns next-token logits of shape
   (batch, t, vocab_size); ``forward(ids, cache)`` processes only new tokens and
   reads the keys and values of earlier ones from a :class:`KVCache`.
 * :func:`train_lm`: next-token training on random windows of the corpus.
-* :func:`generate`: greedy (temperature 0) or sampled decoding, with or without
-  the cache, which give the same logits up to float rounding.
+* :func:`generate`: greedy (temperature 0) or sampled decoding (temperature,
+  top-k, top-p; see :mod:`attnbook.sampling`), with or without the cache, which
+  give the same logits up to float rounding.
 * :func:`load_checkpoint`: the small trained model that ships with the library
   (``lm_data/tiny_lm.pt``, made by ``make lm-checkpoint``).
 * :func:`kv_cache_numbers` and :func:`matmul_flops`: what the cache costs in
@@ -29,16 +30,39 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from . import _validate
+from . import _validate, sampling
+from .corpus import CORPUS_FILE, CharTokenizer, _data_file, load_corpus
 from .masking import masked_softmax
 
-CORPUS_FILE = "corpus.txt"
+__all__ = [
+    "CHECKPOINT_FILE",
+    "CHECKPOINT_RECIPE",
+    "CORPUS_FILE",
+    "SAMPLE_LENGTH",
+    "SAMPLE_PROMPT",
+    "SAMPLE_STEPS",
+    "CausalSelfAttention",
+    "CharTokenizer",
+    "DecoderBlock",
+    "KVCache",
+    "TinyLM",
+    "checkpoint_info",
+    "corpus_loss",
+    "generate",
+    "kv_cache_numbers",
+    "load_checkpoint",
+    "load_corpus",
+    "matmul_flops",
+    "save_checkpoint",
+    "train_checkpoint_recipe",
+    "train_lm",
+]
+
 CHECKPOINT_FILE = "tiny_lm.pt"
 # How the shipped checkpoint was trained (tools/tiny_lm.py, `make lm-checkpoint`).
 CHECKPOINT_RECIPE = {
@@ -58,79 +82,6 @@ SAMPLE_STEPS = (0, 100, 300, 1000, 2000)
 SAMPLE_LENGTH = 70
 
 
-def _data_file(name: str):
-    return resources.files("attnbook") / "lm_data" / name
-
-
-def load_corpus() -> str:
-    """The training text that ships with the library (plain ASCII prose, about 90 KB).
-
-    Paragraphs are separated by a newline. It is a frozen copy of the book's
-    preface and Part I prose, made by ``python tools/tiny_lm.py corpus``.
-    """
-    return _data_file(CORPUS_FILE).read_text(encoding="utf-8")
-
-
-# ---------------------------------------------------------------- tokenizer
-
-
-class CharTokenizer:
-    """Characters to ids and back: id i is the i-th character of ``chars``.
-
-    Args:
-        text: the text whose distinct characters form the vocabulary (sorted).
-    """
-
-    def __init__(self, text: str) -> None:
-        if not isinstance(text, str) or not text:
-            raise ValueError(f"text must be a non-empty string, got {_validate._describe(text)}")
-        self.chars = sorted(set(text))
-        self._index = {c: i for i, c in enumerate(self.chars)}
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.chars)
-
-    def encode(self, text: str, errors: str = "strict") -> torch.Tensor:
-        """The ids of ``text`` as a (len(text),) int64 tensor.
-
-        A character outside the vocabulary is a ``ValueError`` naming it and
-        its position (``errors="strict"``), or is left out (``errors="skip"``).
-        """
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a string, got {_validate._describe(text)}")
-        if errors not in ("strict", "skip"):
-            raise ValueError(f"errors must be 'strict' or 'skip', got {errors!r}")
-        ids = []
-        for position, char in enumerate(text):
-            if char in self._index:
-                ids.append(self._index[char])
-            elif errors == "strict":
-                raise ValueError(
-                    f"text holds the character {char!r} at position {position}, which is not "
-                    f"in the vocabulary of {self.vocab_size} characters (pass errors='skip' "
-                    "to leave such characters out)"
-                )
-        return torch.tensor(ids, dtype=torch.long)
-
-    def decode(self, ids) -> str:
-        """The text of a 1-D sequence of ids (a tensor or a list of ints)."""
-        ids = torch.as_tensor(ids)
-        if ids.dim() != 1 or ids.is_floating_point() or ids.dtype == torch.bool:
-            raise ValueError(
-                f"ids must be a 1-D sequence of integer ids, got {_validate._describe(ids)}"
-            )
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.vocab_size):
-            raise ValueError(
-                f"ids must lie in [0, {self.vocab_size - 1}], got values from "
-                f"{int(ids.min())} to {int(ids.max())}"
-            )
-        return "".join(self.chars[i] for i in ids.tolist())
-
-    def __repr__(self) -> str:
-        return f"CharTokenizer(vocab_size={self.vocab_size})"
-
-
 # ---------------------------------------------------------------- the model
 
 
@@ -140,6 +91,10 @@ class KVCache:
 
     ``keys[l]`` and ``values[l]`` are (batch, num_heads, t, head_dim) for the
     first t tokens; a forward pass with this cache appends the new tokens'.
+    One cache serves one batch of sequences: reusing it at another batch size
+    is a ``ValueError``. Each append copies the whole cache (``torch.cat``),
+    O(t) work per step; production caches preallocate room for ``max_len``
+    positions and write into it instead.
     """
 
     keys: list[torch.Tensor] = field(default_factory=list)
@@ -291,6 +246,12 @@ class TinyLM(nn.Module):
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
         start = cache.length if cache is not None else 0
+        if start > 0 and cache.keys[0].shape[0] != ids.shape[0]:
+            raise ValueError(
+                f"cache holds the keys of a batch of {cache.keys[0].shape[0]} sequences, "
+                f"but ids has a batch of {ids.shape[0]}; start a new lm.KVCache() for a "
+                "new batch"
+            )
         new = ids.shape[1]
         if new == 0:
             raise ValueError(f"ids must hold at least one token, got shape {tuple(ids.shape)}")
@@ -413,6 +374,8 @@ def generate(
     use_cache: bool = True,
     seed: int | None = None,
     return_logits: bool = False,
+    top_k: int | None = None,
+    top_p: float | None = None,
 ):
     """Extend ``ids`` by ``steps`` tokens, one at a time.
 
@@ -421,13 +384,19 @@ def generate(
         ids: (t,) or (batch, t) int64 prompt, t >= 1.
         steps: how many tokens to add; t + steps may not exceed ``model.max_len``.
         temperature: 0 picks the most likely token (greedy); > 0 samples from
-            softmax(logits / temperature).
-        use_cache: keep every layer's keys and values (a :class:`KVCache`) and
-            feed the model only the newest token; False recomputes the whole
-            sequence each step. Both give the same logits up to float rounding.
+            softmax(logits / temperature), restricted by ``top_k`` and ``top_p``.
+        use_cache: True (a bool) keeps every layer's keys and values (a
+            :class:`KVCache`) and feeds the model only the newest token; False
+            recomputes the whole sequence each step. Both give the same logits
+            up to float rounding.
         seed: with temperature > 0, seeds a private ``torch.Generator`` (the
             global random state is left alone); None draws from the global one.
         return_logits: also return the logits of each new token.
+        top_k: when sampling, draw only from the ``top_k`` most likely tokens
+            (None: all of them); see :mod:`attnbook.sampling`.
+        top_p: when sampling, draw only from the nucleus, the fewest most
+            likely tokens whose probabilities add up to at least ``top_p``
+            (None: all of them). Greedy decoding ignores both.
 
     Returns:
         The ids extended by ``steps`` tokens, shaped like ``ids``: (t + steps,) or
@@ -453,6 +422,9 @@ def generate(
         raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
         raise TypeError(f"seed must be an integer or None, got {seed!r}")
+    if not isinstance(use_cache, bool):
+        raise TypeError(f"use_cache must be True or False, got {use_cache!r}")
+    top_k, top_p = sampling.check_top_k(top_k), sampling.check_top_p(top_p)
     generator = None
     if temperature > 0 and seed is not None:
         generator = torch.Generator(device=batch_ids.device).manual_seed(int(seed))
@@ -467,8 +439,8 @@ def generate(
         if temperature == 0:
             token = logits.argmax(dim=-1, keepdim=True)  # (batch, 1)
         else:
-            probs = torch.softmax(logits.double() / temperature, dim=-1)
-            token = torch.multinomial(probs, 1, generator=generator)
+            probs = sampling.next_token_probs(logits, temperature, top_k, top_p)
+            token = sampling.draw(probs, generator)  # (batch, 1)
         out = torch.cat([out, token], dim=1)
         feed = token if use_cache else out
     model.train(was_training)
@@ -490,13 +462,16 @@ def train_checkpoint_recipe(
     """Train the shipped checkpoint's model from scratch by :data:`CHECKPOINT_RECIPE`
     (``steps`` overrides its number of steps, e.g. for a quick partial check).
 
+    The model trains on ``load_corpus("train")`` only, with the vocabulary of
+    the whole corpus; ``load_corpus("held-out")`` stays unseen, to measure how
+    well it predicts text it never trained on.
+
     Returns the model (float32, eval mode), its training losses, and the greedy
     samples (:data:`SAMPLE_LENGTH` characters after :data:`SAMPLE_PROMPT`) it
     wrote at each of :data:`SAMPLE_STEPS` that the run reached.
     """
     recipe = CHECKPOINT_RECIPE
-    text = load_corpus()
-    tokenizer = CharTokenizer(text)
+    tokenizer = CharTokenizer(load_corpus())
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(recipe["seed"])
         model = TinyLM(
@@ -517,7 +492,7 @@ def train_checkpoint_recipe(
     sample(0, model)
     losses = train_lm(
         model,
-        tokenizer.encode(text),
+        tokenizer.encode(load_corpus("train")),
         recipe["steps"] if steps is None else steps,
         batch_size=recipe["batch_size"],
         lr=recipe["lr"],
@@ -530,13 +505,15 @@ def train_checkpoint_recipe(
 def save_checkpoint(
     model: TinyLM, path: str | Path, losses: list[float], samples: dict[int, str]
 ) -> None:
-    """Save ``model`` as a float16 state dict, with its config, its loss on the
-    corpus, its training losses and the samples it wrote while training."""
+    """Save ``model`` as a float16 state dict, with its config, its losses on the
+    training and the held-out parts of the corpus, its training losses and the
+    samples it wrote while training."""
     state = {k: v.detach().to(torch.float16) for k, v in model.state_dict().items()}
     saved = {
         "config": model.config(),
         "state": state,
-        "corpus_loss": corpus_loss(model),
+        "train_loss": corpus_loss(model, load_corpus("train")),
+        "held_out_loss": corpus_loss(model, load_corpus("held-out")),
         "losses": torch.tensor(losses, dtype=torch.float32),
         "samples": dict(samples),
     }
@@ -547,7 +524,8 @@ def load_checkpoint() -> tuple[TinyLM, CharTokenizer]:
     """The model that ships with the library (float32, eval mode) and its tokenizer.
 
     The weights are stored in float16, so every machine loads the very same
-    numbers. Its mean loss on the corpus is ``checkpoint_info()["corpus_loss"]``.
+    numbers. Its mean losses on the training and the held-out text are
+    ``checkpoint_info()["train_loss"]`` and ``["held_out_loss"]``.
     """
     with _data_file(CHECKPOINT_FILE).open("rb") as handle:
         saved = torch.load(handle, weights_only=True)
@@ -559,14 +537,15 @@ def load_checkpoint() -> tuple[TinyLM, CharTokenizer]:
 
 def checkpoint_info() -> dict:
     """What the shipped checkpoint records besides its weights: ``config``,
-    ``corpus_loss`` (its mean loss on the corpus), ``losses`` (a tensor, the
+    ``train_loss`` and ``held_out_loss`` (its mean loss in nats per character
+    on ``load_corpus("train")`` and on ``load_corpus("held-out")``), ``losses`` (a tensor, the
     training loss of every step), ``samples`` (step -> the greedy sample of
     :data:`SAMPLE_LENGTH` characters after :data:`SAMPLE_PROMPT` written at that
     step of training) and ``bytes`` (the file's size)."""
     with _data_file(CHECKPOINT_FILE).open("rb") as handle:
         raw = handle.read()
     saved = torch.load(io.BytesIO(raw), weights_only=True)
-    keep = ("config", "corpus_loss", "losses", "samples")
+    keep = ("config", "train_loss", "held_out_loss", "losses", "samples")
     return {**{k: saved[k] for k in keep}, "bytes": len(raw)}
 
 

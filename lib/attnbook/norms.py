@@ -15,6 +15,12 @@ so a token's result never depends on another token or on the batch.
 parameters are called ``weight`` (gamma) and ``bias`` (beta), as in
 ``torch.nn.LayerNorm`` and ``torch.nn.RMSNorm``, so that weights copy across by
 name.
+
+**Half precision.** For float16 and bfloat16 inputs both functions compute in
+float32 and round the result once, back to the input's dtype, as PyTorch's own
+kernels do. Squaring in float16 would overflow (float16 stops at 65,504, so a
+feature 256 away from its row's mean already squares to infinity) and silently
+turn the output into zeros.
 """
 
 from __future__ import annotations
@@ -43,6 +49,14 @@ def _check(X: object, gamma: object, beta: object, eps: object) -> float:
     return _validate.positive_number("eps", eps)
 
 
+# Inputs of these dtypes are normalised in float32 and rounded back once.
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _compute_dtype(X: torch.Tensor) -> torch.dtype:
+    return torch.float32 if X.dtype in _LOW_PRECISION else X.dtype
+
+
 def layer_norm(
     X: torch.Tensor,
     gamma: torch.Tensor | None = None,
@@ -53,29 +67,37 @@ def layer_norm(
 
     ``gamma`` and ``beta`` are (D,) or None (gain 1, shift 0). The variance is
     the biased one (divided by D, not D - 1), and ``eps`` sits inside the square
-    root, as in ``torch.nn.functional.layer_norm``.
+    root, as in ``torch.nn.functional.layer_norm``. A float16 or bfloat16 X
+    is normalised in float32 and the result rounded back to X's dtype.
     """
     eps = _check(X, gamma, beta, eps)
-    mean = X.mean(dim=-1, keepdim=True)  # (..., 1)
-    centred = X - mean  # (..., D)
+    work = _compute_dtype(X)
+    Xw = X.to(work)
+    mean = Xw.mean(dim=-1, keepdim=True)  # (..., 1)
+    centred = Xw - mean  # (..., D)
     var = (centred * centred).mean(dim=-1, keepdim=True)  # (..., 1), biased: / D
     out = centred / torch.sqrt(var + eps)  # (..., D): mean 0, variance about 1
     if gamma is not None:
-        out = out * gamma
+        out = out * gamma.to(work)
     if beta is not None:
-        out = out + beta
-    return out
+        out = out + beta.to(work)
+    return out.to(X.dtype)
 
 
 def rms_norm(X: torch.Tensor, gamma: torch.Tensor | None = None, eps: float = 1e-5) -> torch.Tensor:
     """RMSNorm of X (..., D) over its last axis -> (..., D): ``gamma * x / sqrt(mean(x^2) + eps)``.
 
-    No centring and no shift; ``gamma`` is (D,) or None (gain 1).
+    No centring and no shift; ``gamma`` is (D,) or None (gain 1). A float16
+    or bfloat16 X is normalised in float32 and the result rounded back to X's dtype.
     """
     eps = _check(X, gamma, None, eps)
-    mean_square = (X * X).mean(dim=-1, keepdim=True)  # (..., 1)
-    out = X / torch.sqrt(mean_square + eps)  # (..., D)
-    return out if gamma is None else out * gamma
+    work = _compute_dtype(X)
+    Xw = X.to(work)
+    mean_square = (Xw * Xw).mean(dim=-1, keepdim=True)  # (..., 1)
+    out = Xw / torch.sqrt(mean_square + eps)  # (..., D)
+    if gamma is not None:
+        out = out * gamma.to(work)
+    return out.to(X.dtype)
 
 
 class LayerNorm(nn.Module):

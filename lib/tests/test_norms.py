@@ -99,3 +99,52 @@ def test_bad_input():
         LayerNorm(5)(torch.randn(2, 4))
     with pytest.raises(ValueError, match=r"num_hiddens must be >= 1, got 0"):
         RMSNorm(0)
+
+
+# ---------------------------------------------------------------- half precision
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("scale", [1.0, 300.0, 3000.0])
+def test_low_precision_layer_norm_matches_torch(dtype, scale):
+    # At scale 300 a float16 square overflows (300**2 > 65,504): a version that
+    # squares in float16 returns zeros there, while PyTorch accumulates in float32.
+    g = torch.Generator().manual_seed(3)
+    X = (scale * torch.randn(5, 7, 16, generator=g)).to(dtype)
+    gamma = torch.randn(16, generator=g).to(dtype)
+    beta = torch.randn(16, generator=g).to(dtype)
+    got = layer_norm(X, gamma, beta)
+    expected = nn.functional.layer_norm(X, (16,), gamma, beta, 1e-5)
+    assert got.dtype == dtype
+    # One rounding to the dtype: the two may differ by one unit in the last place.
+    torch.testing.assert_close(got, expected, atol=2e-2, rtol=1e-2)
+    assert float(got.float().abs().max()) > 1.0  # not the silent zeros of an overflow
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("scale", [1.0, 300.0, 3000.0])
+def test_low_precision_rms_norm_matches_torch(dtype, scale):
+    g = torch.Generator().manual_seed(4)
+    X = (scale * torch.randn(5, 7, 16, generator=g)).to(dtype)
+    gamma = torch.randn(16, generator=g).to(dtype)
+    got = rms_norm(X, gamma)
+    expected = nn.functional.rms_norm(X, (16,), gamma, 1e-5)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, expected, atol=2e-2, rtol=1e-2)
+    assert float(got.float().abs().max()) > 1.0
+
+
+def test_half_precision_block_adds_what_torch_adds():
+    # A pre-LN block on a residual stream of scale 300: its norms must not
+    # overflow, so the update it adds matches PyTorch's float16 layer.
+    from attnbook.transformer import TransformerBlock
+
+    torch.manual_seed(2)
+    layer = nn.TransformerEncoderLayer(16, 4, 64, dropout=0.0, batch_first=True, norm_first=True)
+    layer = layer.eval().half()
+    ours = TransformerBlock.from_torch(layer)
+    X = (300 * torch.randn(2, 6, 16)).half()
+    with torch.no_grad():
+        update_ours = (ours(X).float() - X.float()).norm()
+        update_torch = (layer(X).float() - X.float()).norm()
+    assert abs(float(update_ours) / float(update_torch) - 1) < 0.05

@@ -8,6 +8,7 @@ import base64
 import html
 import io
 import json
+import math
 import re
 
 import ipywidgets
@@ -674,6 +675,8 @@ def test_decoding_frames_follow_the_uncached_model():
         best = int(probs[t].argmax())
         assert top.get_paths()[0].vertices[1][0] == pytest.approx(best - 0.4)
         assert title.get_text().startswith(f"t = {t}, reading")
+        entropy = -sum(float(q) * math.log(float(q)) for q in probs[t] if q > 0)
+        assert title.get_text().endswith(f"entropy {entropy:.1f} nats")
 
 
 def test_decoding_alt_text_and_repr():

@@ -2,15 +2,57 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 
-from ._core import CheckReport, _generator, _Problem, _run, _see
+from ._core import CheckReport, Mistake, _generator, _Problem, _run, _see, knows
 
 _LM = "A Tiny Language Model, and Decoding with a Cache"
+_MASK_SECTION = _see("Causal self-attention: looking only back", _LM)
+_CACHE_SECTION = _see("The key-value cache", _LM)
+_SIZE_SECTION = _see("What the cache costs in memory", _LM)
 
 
+def _ones(steps: int) -> torch.Tensor:
+    return torch.ones(steps, steps, dtype=torch.bool)
+
+
+@knows(
+    Mistake(
+        "strict triangle",
+        lambda steps: _ones(steps).tril(-1),
+        "this looks like tril(-1), True strictly below the diagonal: a query must also see "
+        "itself (key j = i), or query 0 has nothing to attend to; " + _MASK_SECTION,
+    ),
+    Mistake(
+        "transposed",
+        lambda steps: _ones(steps).triu(),
+        "this looks like triu(), the transposed mask: True on and above the diagonal lets "
+        "each query see itself and every later key, the future it must predict; " + _MASK_SECTION,
+    ),
+    Mistake(
+        "inverted",
+        lambda steps: _ones(steps).triu(1),
+        "this looks like the inverted mask, True where attention is blocked (the "
+        "convention of nn.MultiheadAttention's boolean attn_mask); here True means "
+        "'may attend', as for scaled_dot_product_attention; " + _MASK_SECTION,
+    ),
+    Mistake(
+        "no mask",
+        lambda steps: _ones(steps),
+        "every entry is True: each query sees every key, the future included; keep only "
+        "keys j <= i; " + _MASK_SECTION,
+    ),
+    Mistake(
+        "not boolean",
+        lambda steps: torch.ones(steps, steps).tril(),
+        "the mask is not boolean: a float mask (0/1, or 0/-inf to add to the scores) means "
+        "something else to attention functions; return dtype torch.bool, for example a "
+        "comparison of positions; " + _MASK_SECTION,
+    ),
+)
 def check_causal_mask(fn: Callable[[int], torch.Tensor]) -> CheckReport:
     """Check ``fn(steps)``: the (steps, steps) boolean mask of causal attention.
 
@@ -24,11 +66,16 @@ def check_causal_mask(fn: Callable[[int], torch.Tensor]) -> CheckReport:
     if not callable(fn):
         raise TypeError(f"fn must be a function, got {fn!r}")
 
-    def probe(steps: int):
-        mask = fn(steps)
-        if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool:
-            raise _Problem(f"expected a boolean tensor (dtype torch.bool), got dtype {mask.dtype}")
-        return mask
+    def probe(mask_fn: Callable) -> Callable:
+        def run(steps: int):
+            mask = mask_fn(steps)
+            if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool:
+                raise _Problem(
+                    f"expected a boolean tensor (dtype torch.bool), got dtype {mask.dtype}"
+                )
+            return mask
+
+        return run
 
     hint = (
         "query i (a row) may see keys 0, ..., i (columns), itself included: True on and "
@@ -39,20 +86,85 @@ def check_causal_mask(fn: Callable[[int], torch.Tensor]) -> CheckReport:
         (f"steps={steps}", (steps,), torch.ones(steps, steps, dtype=torch.bool).tril(), hint)
         for steps in (1, 2, 4, 7)
     ]
-    return _run("check_causal_mask", probe, cases)
+    return _run("check_causal_mask", fn, cases, mistakes=check_causal_mask.mistakes, probe=probe)
 
 
+def _step(scale: Callable[[int, int], float], before: bool = False, reread: bool = False):
+    """A cache step that scales scores by ``scale(p, p_v)``; with ``before`` it attends
+    before appending; with ``reread`` it appends the whole old cache again."""
+
+    def kv_step(K_cache, V_cache, q, k, v):
+        K_new = torch.cat([K_cache, k.unsqueeze(0)])  # (t + 1, d)
+        V_new = torch.cat([V_cache, v.unsqueeze(0)])  # (t + 1, p_v)
+        K_seen, V_seen = (K_cache, V_cache) if before else (K_new, V_new)
+        weights = torch.softmax(K_seen @ q * scale(q.shape[0], v.shape[0]), dim=0)
+        out = weights @ V_seen if K_seen.shape[0] else torch.zeros_like(v)
+        if reread:
+            return out, torch.cat([K_cache, K_new]), torch.cat([V_cache, V_new])
+        return out, K_new, V_new
+
+    return kv_step
+
+
+def _step_never_reads(K_cache, V_cache, q, k, v):
+    return v.clone(), torch.cat([K_cache, k.unsqueeze(0)]), torch.cat([V_cache, v.unsqueeze(0)])
+
+
+_ROOT_D = lambda d, dv: 1 / math.sqrt(d)  # noqa: E731
+
+
+@knows(
+    Mistake(
+        "attends before appending",
+        _step(_ROOT_D, before=True),
+        "this looks like a step that attends over the old cache before appending the new "
+        "key and value: the new token must see itself, so append first, then attend; "
+        + _CACHE_SECTION,
+    ),
+    Mistake(
+        "no scaling",
+        _step(lambda d, dv: 1.0),
+        "this looks like scores q k_j without the 1/sqrt(p) scaling: divide by "
+        "math.sqrt(p), p the width of q and k; " + _CACHE_SECTION,
+    ),
+    Mistake(
+        "divides by d",
+        _step(lambda d, dv: 1 / d),
+        "this looks like scores divided by p instead of sqrt(p); " + _CACHE_SECTION,
+    ),
+    Mistake(
+        "scaled by p_v",
+        _step(lambda d, dv: 1 / math.sqrt(dv)),
+        "this looks like scores divided by sqrt(p_v), the values' width: the scaling uses "
+        "p, the width of the queries and keys; " + _CACHE_SECTION,
+    ),
+    Mistake(
+        "never reads the cache",
+        _step_never_reads,
+        "the output is the new token's own value: the step attends to the new key alone "
+        "and never reads the cached keys and values; let q attend to every cached key; "
+        + _CACHE_SECTION,
+    ),
+    Mistake(
+        "appends the old cache again",
+        _step(_ROOT_D, reread=True),
+        "the returned caches grow by more than one row per token, or by none: return the "
+        "old caches with exactly the new key and value appended (torch.cat([K_cache, "
+        "k.unsqueeze(0)])); " + _CACHE_SECTION,
+    ),
+)
 def check_kv_cache(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], tuple],
 ) -> CheckReport:
     """Check ``fn(K_cache, V_cache, q, k, v)``: one decoding step of one head with a cache.
 
-    ``K_cache`` is (t, d) and ``V_cache`` is (t, d_v): the keys and values of
-    the t earlier tokens (t may be 0); ``q`` and ``k`` are (d,) and ``v`` is
-    (d_v,) for the new token at position t. The answer is a tuple
-    ``(output, K_cache, V_cache)``: the new token's attention output (d_v,),
-    softmax over the t + 1 keys of q k_j / sqrt(d), and the caches extended by
-    the new key and value, (t + 1, d) and (t + 1, d_v).
+    ``K_cache`` is (t, p) and ``V_cache`` is (t, p_v): the keys and values of
+    the t earlier tokens (t may be 0); ``q`` and ``k`` are (p,) and ``v`` is
+    (p_v,) for the new token at position t (p and p_v are the head widths of
+    the book's notation). The answer is a tuple ``(output, K_cache, V_cache)``:
+    the new token's attention output (p_v,), softmax over the t + 1 keys of
+    q k_j / sqrt(p), and the caches extended by the new key and value,
+    (t + 1, p) and (t + 1, p_v).
 
     The checker runs ``fn`` token by token over a whole sequence, starting from
     empty caches, and compares the outputs with the uncached layer (causal
@@ -63,33 +175,36 @@ def check_kv_cache(
     if not callable(fn):
         raise TypeError(f"fn must be a function, got {fn!r}")
 
-    def probe(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor) -> dict:
-        K_cache, V_cache = K[:0], V[:0]  # (0, d) and (0, d_v)
-        outputs = []
-        for i in range(Q.shape[0]):
-            answer = fn(K_cache, V_cache, Q[i], K[i], V[i])
-            if not isinstance(answer, tuple) or len(answer) != 3:
-                raise _Problem("expected a tuple (output, K_cache, V_cache)")
-            output, K_cache, V_cache = answer
-            for name, got, want in (
-                ("output", output, (V.shape[1],)),
-                ("K_cache", K_cache, (i + 1, K.shape[1])),
-                ("V_cache", V_cache, (i + 1, V.shape[1])),
-            ):
-                if not isinstance(got, torch.Tensor):
-                    raise _Problem(f"{name} must be a torch.Tensor, got {type(got).__name__}")
-                if tuple(got.shape) != want:
-                    raise _Problem(
-                        f"after the token at position {i}, {name} has shape "
-                        f"{tuple(got.shape)}, expected {want}"
-                    )
-            outputs.append(output)
-        return {"outputs": torch.stack(outputs), "keys": K_cache, "values": V_cache}
+    def probe(step_fn: Callable) -> Callable:
+        def run(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor) -> dict:
+            K_cache, V_cache = K[:0], V[:0]  # (0, p) and (0, p_v)
+            outputs = []
+            for i in range(Q.shape[0]):
+                answer = step_fn(K_cache, V_cache, Q[i], K[i], V[i])
+                if not isinstance(answer, tuple) or len(answer) != 3:
+                    raise _Problem("expected a tuple (output, K_cache, V_cache)")
+                output, K_cache, V_cache = answer
+                for name, got, want in (
+                    ("output", output, (V.shape[1],)),
+                    ("K_cache", K_cache, (i + 1, K.shape[1])),
+                    ("V_cache", V_cache, (i + 1, V.shape[1])),
+                ):
+                    if not isinstance(got, torch.Tensor):
+                        raise _Problem(f"{name} must be a torch.Tensor, got {type(got).__name__}")
+                    if tuple(got.shape) != want:
+                        raise _Problem(
+                            f"after the token at position {i}, {name} has shape "
+                            f"{tuple(got.shape)}, expected {want}"
+                        )
+                outputs.append(output)
+            return {"outputs": torch.stack(outputs), "keys": K_cache, "values": V_cache}
+
+        return run
 
     g = _generator(10)
     hint = (
         "append the new key and value to the caches first, then let q attend to every "
-        "cached key, its own included, with scores scaled by 1/sqrt(d); return the "
+        "cached key, its own included, with scores scaled by 1/sqrt(p); return the "
         "extended caches, each new key added exactly once; " + _see("The key-value cache", _LM)
     )
     cases = []
@@ -99,10 +214,62 @@ def check_kv_cache(
             Q[None], K[None], V[None], is_causal=True
         )[0]
         expected = {"outputs": outputs, "keys": K, "values": V}
-        cases.append((f"{n} tokens, d={d}, d_v={dv}", (Q, K, V), expected, hint))
-    return _run("check_kv_cache", probe, cases)
+        cases.append((f"{n} tokens, p={d}, p_v={dv}", (Q, K, V), expected, hint))
+    return _run("check_kv_cache", fn, cases, mistakes=check_kv_cache.mistakes, probe=probe)
 
 
+def _size(formula: Callable) -> Callable:
+    def cache_size(num_layers, steps, num_hiddens, num_heads, num_kv_heads):
+        return formula(num_layers, steps, num_hiddens // num_heads, num_heads, num_kv_heads)
+
+    return cache_size
+
+
+@knows(
+    Mistake(
+        "keys only",
+        _size(lambda L, t, p, h, g: L * t * p * g),
+        "this is half the answer: the cache keeps a key and a value (a factor 2) per "
+        "layer, token and kept head; " + _SIZE_SECTION,
+    ),
+    Mistake(
+        "one layer",
+        _size(lambda L, t, p, h, g: 2 * t * p * g),
+        "this looks like the cache of one layer: every layer keeps its own keys and "
+        "values, so multiply by num_layers; " + _SIZE_SECTION,
+    ),
+    Mistake(
+        "ignores the key-value heads",
+        _size(lambda L, t, p, h, g: 2 * L * t * p * h),
+        "this looks like 2 * layers * t * D, the cache of full multi-head attention: only "
+        "num_kv_heads heads keep keys and values, each of width D / num_heads; " + _SIZE_SECTION,
+    ),
+    Mistake(
+        "D per key-value head",
+        _size(lambda L, t, p, h, g: 2 * L * t * p * h * g),
+        "this looks like D numbers per kept head: each head has width D / num_heads, so "
+        "a kept head stores D / num_heads numbers per key; " + _SIZE_SECTION,
+    ),
+    Mistake(
+        "divides by the groups",
+        _size(lambda L, t, p, h, g: 2 * L * t * p * h // g),
+        "this looks like the full cache divided by num_kv_heads: sharing shrinks it by "
+        "num_heads / num_kv_heads, so it is the full cache times num_kv_heads / "
+        "num_heads; " + _SIZE_SECTION,
+    ),
+    Mistake(
+        "bytes",
+        _size(lambda L, t, p, h, g: 4 * L * t * p * g),
+        "this is twice the answer, as if counting bytes of float16: count numbers, "
+        "2 * layers * t * (D / heads) * kv_heads; " + _SIZE_SECTION,
+    ),
+    Mistake(
+        "grows like t squared",
+        _size(lambda L, t, p, h, g: 2 * L * t * t * p * g),
+        "this grows like t^2, like the attention scores: the cache keeps one key and one "
+        "value per token, so it grows like t; " + _SIZE_SECTION,
+    ),
+)
 def check_kv_cache_size(fn: Callable[[int, int, int, int, int], int]) -> CheckReport:
     """Check ``fn(num_layers, steps, num_hiddens, num_heads, num_kv_heads)``: how many
     numbers the key-value cache of one sequence holds after ``steps`` tokens.
@@ -145,4 +312,4 @@ def check_kv_cache_size(fn: Callable[[int, int, int, int, int], int]) -> CheckRe
                 hint,
             )
         )
-    return _run("check_kv_cache_size", counted, cases)
+    return _run("check_kv_cache_size", counted, cases, mistakes=check_kv_cache_size.mistakes)

@@ -6,12 +6,117 @@ from collections.abc import Callable
 
 import torch
 
-from ._core import CheckReport, _generator, _run, _see
+from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 from .part2 import _count
 
 _BLOCK = "The Transformer Block"
 
 
+def _centred(X: torch.Tensor, dim: int | None = -1) -> tuple[torch.Tensor, torch.Tensor]:
+    """X minus its mean, and the biased variance, over ``dim`` (None: the whole tensor)."""
+    if dim is None:
+        mean = X.mean()
+        return X - mean, ((X - mean) ** 2).mean()
+    mean = X.mean(dim=dim, keepdim=True)
+    return X - mean, ((X - mean) ** 2).mean(dim=dim, keepdim=True)
+
+
+def _ln_with(denominator: Callable, dim: int | None = -1) -> Callable:
+    """A layer norm whose division is ``denominator(var, eps)``, over ``dim``."""
+
+    def layer_norm(X, gamma, beta, eps):
+        centred, var = _centred(X, dim)
+        return gamma * centred / denominator(var, eps) + beta
+
+    return layer_norm
+
+
+def _ln_unbiased(X, gamma, beta, eps):
+    centred = X - X.mean(dim=-1, keepdim=True)
+    return gamma * centred / torch.sqrt(X.var(dim=-1, keepdim=True) + eps) + beta
+
+
+def _ln_rms(X, gamma, beta, eps):
+    return gamma * X / torch.sqrt((X * X).mean(dim=-1, keepdim=True) + eps) + beta
+
+
+def _ln_no_affine(X, gamma, beta, eps):
+    return _ln_with(lambda var, e: torch.sqrt(var + e))(X, 1.0, 0.0, eps)
+
+
+def _ln_swapped(X, gamma, beta, eps):
+    return _ln_with(lambda var, e: torch.sqrt(var + e))(X, beta, gamma, eps)
+
+
+_LN_SECTION = _see("Layer normalisation from scratch", _BLOCK)
+
+
+@knows(
+    Mistake(
+        "divides by D - 1",
+        _ln_unbiased,
+        "this looks like the unbiased variance, divided by D - 1 (the default of "
+        "torch.var and X.std): layer normalisation divides by D, so pass "
+        "unbiased=False (correction=0) or take the mean of the squared deviations; " + _LN_SECTION,
+    ),
+    Mistake(
+        "eps outside the square root",
+        _ln_with(lambda var, eps: torch.sqrt(var) + eps),
+        "this looks like (x - mean) / (sqrt(var) + eps): eps belongs inside the square "
+        "root, sqrt(var + eps); the two differ when the variance is comparable to eps; "
+        + _LN_SECTION,
+    ),
+    Mistake(
+        "no eps",
+        _ln_with(lambda var, eps: torch.sqrt(var)),
+        "this looks like a division by sqrt(var) with no eps: a constant row then gives "
+        "0 / 0 = NaN; add eps to the variance inside the square root; " + _LN_SECTION,
+    ),
+    Mistake(
+        "eps squared",
+        _ln_with(lambda var, eps: torch.sqrt(var + eps * eps)),
+        "this looks like sqrt(var + eps**2): eps is added to the variance as it is, "
+        "sqrt(var + eps), not squared; " + _LN_SECTION,
+    ),
+    Mistake(
+        "no square root",
+        _ln_with(lambda var, eps: var + eps),
+        "this looks like a division by the variance (var + eps) instead of its square "
+        "root, the standard deviation: the output's variance is then not 1; " + _LN_SECTION,
+    ),
+    Mistake(
+        "over the first axis",
+        _ln_with(lambda var, eps: torch.sqrt(var + eps), dim=0),
+        "this looks like a mean and variance over the first axis (dim=0), across tokens: "
+        "layer normalisation takes them over the last axis, one token's D features, "
+        "dim=-1 with keepdim=True; " + _LN_SECTION,
+    ),
+    Mistake(
+        "over the whole tensor",
+        _ln_with(lambda var, eps: torch.sqrt(var + eps), dim=None),
+        "this looks like one mean and one variance for the whole tensor (X.mean()): "
+        "each token gets its own, over the last axis, dim=-1 with keepdim=True; " + _LN_SECTION,
+    ),
+    Mistake(
+        "no centring (RMSNorm)",
+        _ln_rms,
+        "this looks like RMSNorm: it divides by the root mean square without subtracting "
+        "the mean first; layer normalisation centres each token's features on their mean; "
+        + _see("RMSNorm", _BLOCK),
+    ),
+    Mistake(
+        "no gain or shift",
+        _ln_no_affine,
+        "this looks like a layer norm that leaves out the learned gain and shift: "
+        "multiply by gamma and add beta after normalising; " + _LN_SECTION,
+    ),
+    Mistake(
+        "gain and shift swapped",
+        _ln_swapped,
+        "this looks like gamma and beta swapped: the normalised value is multiplied by "
+        "the gain gamma, then the shift beta is added; " + _LN_SECTION,
+    ),
+)
 def check_layer_norm(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor],
 ) -> CheckReport:
@@ -20,10 +125,11 @@ def check_layer_norm(
     ``gamma`` and ``beta`` are (D,); the answer is
     ``gamma * (X - mean) / sqrt(var + eps) + beta`` with the mean and the
     biased variance (divided by D) taken over the last axis, as
-    ``torch.nn.functional.layer_norm`` computes it.
+    ``torch.nn.functional.layer_norm`` computes it. Each case is built to catch
+    one mistake (its hint says which), and every known mistake is named.
     """
     g = _generator(9)
-    where = _see("Layer normalisation from scratch", _BLOCK)
+    where = _LN_SECTION
     cases = []
 
     def case(description, X, gamma, beta, eps, hint):
@@ -56,9 +162,11 @@ def check_layer_norm(
         1e-5,
         "multiply by gamma and add beta after normalising, feature by feature",
     )
+    # Rows of two well-separated features: the variance (at least 1) dwarfs eps,
+    # so only the divisor of the variance, D or D - 1, matters here.
     case(
         "X (3, 2), rows of two features",
-        torch.randn(3, 2, generator=g),
+        torch.tensor([[1.0, 3.0], [-2.0, 0.5], [4.0, -4.0]]),
         torch.ones(2),
         torch.zeros(2),
         1e-5,
@@ -82,9 +190,58 @@ def check_layer_norm(
         1e-2,
         "eps goes inside the square root, sqrt(var + eps), not after it",
     )
-    return _run("check_layer_norm", fn, cases)
+    return _run("check_layer_norm", fn, cases, mistakes=check_layer_norm.mistakes)
 
 
+def _count_without(minus: Callable[[int, int], int]) -> Callable[[int, int], int]:
+    def count(num_hiddens, ffn_hiddens):
+        D, F = num_hiddens, ffn_hiddens
+        return 4 * D * D + 2 * D * F + 9 * D + F - minus(D, F)
+
+    return count
+
+
+_COST = _see("What a block costs", _BLOCK)
+
+
+@knows(
+    Mistake(
+        "4D short",
+        _count_without(lambda D, F: 4 * D),
+        "this count is 4D short: the two LayerNorms each have a gain and a shift of D "
+        "numbers (4D in all), and the attention has four bias vectors of D (4D); one of "
+        "the two is missing; " + _COST,
+    ),
+    Mistake(
+        "one norm, or norms without a shift",
+        _count_without(lambda D, F: 2 * D),
+        "this count is 2D short: there are two LayerNorms, each with a gain and a shift "
+        "of D numbers, 4D in all; " + _COST,
+    ),
+    Mistake(
+        "no biases",
+        lambda D, F: 4 * D * D + 2 * D * F + 4 * D,
+        "this looks like a count without the biases of the linear maps: attention has four "
+        "bias vectors of D, the FFN one of F and one of D; " + _COST,
+    ),
+    Mistake(
+        "assumes F = 4D",
+        lambda D, F: 12 * D * D + 13 * D,
+        "this looks like 12 D^2 + 13 D, which holds only when ffn_hiddens = 4D: write the "
+        "FFN with its own width F, 2DF + F + D; " + _COST,
+    ),
+    Mistake(
+        "12 D^2",
+        lambda D, F: 12 * D * D,
+        "this looks like the rule of thumb 12 D^2: it assumes F = 4D and leaves out every "
+        "bias and norm; count the vectors too, and use F; " + _COST,
+    ),
+    Mistake(
+        "FFN counted once",
+        _count_without(lambda D, F: D * F + D),
+        "this count misses one of the FFN's two matrices (D x F and F x D) and its bias; " + _COST,
+    ),
+)
 def check_block_parameter_count(fn: Callable[[int, int], int]) -> CheckReport:
     """Check ``fn(num_hiddens, ffn_hiddens)``: the number of learnable parameters of
     ``attnbook.transformer.TransformerBlock(num_hiddens, num_heads, ffn_hiddens)``.
@@ -115,4 +272,9 @@ def check_block_parameter_count(fn: Callable[[int, int], int]) -> CheckReport:
                 hint,
             )
         )
-    return _run("check_block_parameter_count", _count(fn), cases)
+    return _run(
+        "check_block_parameter_count",
+        _count(fn),
+        cases,
+        mistakes=check_block_parameter_count.mistakes,
+    )

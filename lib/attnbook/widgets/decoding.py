@@ -5,7 +5,7 @@ one row per step so far (row t is the new token's query; rows below it are not
 computed yet), and under the heatmap a strip marking which keys come from the
 cache (positions 0..t-1) and which one was just added (position t). Right: the
 model's next-token distribution at step t, one bar per vocabulary entry, the
-most likely token in a second colour.
+most likely token in a second colour; the title gives its entropy in nats.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ class _DecodingRenderer(Renderer):
         self.layer, self.head = layer, head
         self._weights, self._probs = weights, probs
         self._best = probs.argmax(axis=1)  # (steps,)
+        safe = np.clip(probs, 1e-30, None)
+        self._entropy = -(probs * np.log(safe)).sum(axis=1)  # (steps,) nats
         self._vmax = float(weights.max())
         steps = len(text)
         self._tails = [self._tail(t) for t in range(steps)]
@@ -71,7 +73,10 @@ class _DecodingRenderer(Renderer):
 
     def _tail(self, t: int) -> str:
         best = int(self._best[t])
-        return f"t = {t}, reading {_label(self.text[t])!r}, likeliest next {_label(self.chars[best])!r}"
+        return (
+            f"t = {t}, reading {_label(self.text[t])!r}, likeliest next "
+            f"{_label(self.chars[best])!r}, entropy {self._entropy[t]:.1f} nats"
+        )
 
     def _masked(self, t: int) -> np.ndarray:
         shown = self._weights.copy()
@@ -170,7 +175,8 @@ class _DecodingRenderer(Renderer):
             f"({_label(self.text[focus])!r}); {t} keys come from the cache and 1 is new. "
             f"Right: the next-token distribution over {len(self.chars)} characters; the "
             f"likeliest is {_label(self.chars[best])!r} with probability "
-            f"{self._probs[t, best]:.2f}."
+            f"{self._probs[t, best]:.2f}; the distribution's entropy is "
+            f"{self._entropy[t]:.1f} nats."
         )
 
 
