@@ -1,7 +1,7 @@
 """ALiBi: attention with linear biases (Press, Smith & Lewis 2022).
 
-No position enters the queries, keys or values. Instead each head h adds
-``-m_h * |i - j|`` to the score of query i and key j: a penalty that grows
+No position enters the queries, keys or values. Instead each head c adds
+``-s_c * |i - j|`` to the score of query i and key j: a penalty that grows
 linearly with distance, steeper in some heads than in others. For h heads
 with h a power of two, the slopes are the geometric sequence
 ``2^(-8/h), 2^(-16/h), ..., 2^(-8)`` (for 8 heads: 1/2, 1/4, ..., 1/256).
@@ -21,16 +21,17 @@ from . import _validate
 
 
 def _power_of_two_slopes(count: int) -> list[float]:
-    """2^(-8k/count) for k = 1 .. count."""
-    return [2.0 ** (-8.0 * k / count) for k in range(1, count + 1)]
+    """2^(-8(c+1)/count) for heads c = 0 .. count - 1."""
+    return [2.0 ** (-8.0 * (c + 1) / count) for c in range(count)]
 
 
 def alibi_slopes(num_heads: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """(num_heads,) the slope m_h of each head, largest first.
+    """(num_heads,) the slope s_c of each head c = 0 .. h - 1, in the authors' order.
 
-    For a power of two h: m_k = 2^(-8k / h), k = 1 .. h. Otherwise, with
+    For a power of two h: s_c = 2^(-8(c+1)/h), largest first. Otherwise, with
     p = 2^floor(log2 h): the p slopes for p heads, then slopes 1, 3, 5, ...
-    (counting from 1) of the sequence for 2p heads, h - p of them.
+    (counting from 1) of the sequence for 2p heads, h - p of them; so the
+    list is not sorted (for h = 6: 1/4, 1/16, 1/64, 1/256, then 1/2, 1/8).
     """
     num_heads = _validate.positive_int("num_heads", num_heads)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
@@ -45,11 +46,11 @@ def alibi_slopes(num_heads: int, dtype: torch.dtype = torch.float32) -> torch.Te
 def alibi_bias(
     num_positions: int, num_heads: int, dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
-    """(num_heads, num_positions, num_positions) biases ``-m_h * |i - j|``.
+    """(num_heads, num_positions, num_positions) biases ``-s_c * |i - j|``.
 
     Row i is the query, column j the key; add it to each head's scores
     before the softmax. A causal model masks j > i anyway, so only the
-    lower triangle, ``-m_h * (i - j)``, matters there.
+    lower triangle, ``-s_c * (i - j)``, matters there.
     """
     num_positions = _validate.positive_int("num_positions", num_positions)
     slopes = alibi_slopes(num_heads, dtype=torch.float64)  # (heads,)

@@ -22,6 +22,9 @@ def test_stops_and_numbers_agree_with_the_library(setup):
     model, images, labels = setup
     explorer = widgets.vit_maps_explorer(model, images, labels, indices=[1, 4])
     assert explorer.stops[-2:] == ["rollout", "occlusion"] and len(explorer.stops) == 12
+    # Layers and heads count from 0, as everywhere in the book.
+    assert explorer.stops[:2] == ["layer 0, mean of heads", "layer 0, head 0"]
+    assert explorer.stops[9] == "layer 1, head 3"
     assert [v for _, v in explorer.menu.options] == [1, 4]
     model(images[[4]])
     rollout = attention_rollout(model.attention_weights)[:, 0, 1:]
@@ -29,7 +32,7 @@ def test_stops_and_numbers_agree_with_the_library(setup):
     rho = float(spearman(rollout.double(), occlusion.double())[0])
     assert f"Spearman correlation with occlusion {rho:+.2f}" in explorer.alt_text("rollout", 4)
     assert "Test image 4, a 4" in explorer.alt_text("occlusion", 4)
-    assert explorer.frame("layer 1, head 2", 1) != explorer.frame("layer 2, head 2", 1)
+    assert explorer.frame("layer 0, head 1", 1) != explorer.frame("layer 1, head 1", 1)
 
 
 def test_default_images_mix_right_and_wrong(setup):

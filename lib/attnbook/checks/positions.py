@@ -59,47 +59,48 @@ _SEE_ROPE = _see("RoPE: rotate the queries and keys", _POSITIONS)
         "k_not_rotated",
         lambda q, k: _scores(q, k, k_pairs=None),
         "the keys were not rotated: only q carries its position, so the scores still depend "
-        "on where the query sits, not on m - n; rotate k by its own positions too; " + _SEE_ROPE,
+        "on where the query sits, not only on i - j; rotate k by its own positions too; "
+        + _SEE_ROPE,
     ),
     Mistake(
         "half_split",
         lambda q, k: _scores(q, k, "half", "half"),
-        "these are the half-split pairs (feature i with feature i + d/2); the book's convention "
-        "(and apply_rope's) pairs adjacent features 2i and 2i + 1; " + _SEE_ROPE,
+        "these are the half-split pairs (feature r with feature r + d/2); the book's convention "
+        "(and apply_rope's) pairs adjacent features 2r and 2r + 1; " + _SEE_ROPE,
     ),
     Mistake(
         "mixed_pairs",
         lambda q, k: _scores(q, k, "adjacent", "half"),
         "q and k were rotated with different pairings (adjacent pairs for one, half-split for "
-        "the other), so the rotations do not cancel into one by m - n; pair features the same "
+        "the other), so the rotations do not cancel into one by j - i; pair features the same "
         "way in both; " + _SEE_ROPE,
     ),
     Mistake(
         "exponent_without_2",
         lambda q, k: _scores(q, k, exponent=lambda i, d: -i / d),
-        "the frequencies look like 10000^(-i/d): the exponent of pair i is -2i/d (the pair's "
+        "the frequencies look like 10000^(-r/d): the exponent of pair r is -2r/d (the pair's "
         "first feature index over d), as in chapter 7's sinusoids; " + _SEE_ROPE,
     ),
     Mistake(
         "exponent_off_by_one",
         lambda q, k: _scores(q, k, exponent=lambda i, d: -2 * (i + 1) / d),
-        "the frequencies look like 10000^(-2(i+1)/d): pair i = 0 should turn by one radian per "
+        "the frequencies look like 10000^(-2(r+1)/d): pair r = 0 should turn by one radian per "
         "position, so count pairs from 0; " + _SEE_ROPE,
     ),
     Mistake(
         "negative_angle",
         lambda q, k: _scores(q, k, sign=-1.0),
-        "the vectors were turned by -m theta_i (clockwise): the pair (a, b) at position m "
-        "becomes (a cos - b sin, a sin + b cos) of the angle +m theta_i; " + _SEE_ROPE,
+        "the vectors were turned by -i theta_r (clockwise): the pair (a, b) at position i "
+        "becomes (a cos - b sin, a sin + b cos) of the angle +i theta_r; " + _SEE_ROPE,
     ),
 )
 def check_rope_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> CheckReport:
     """Check ``fn(q, k)``: RoPE's attention scores, written from scratch.
 
     q and k are (..., n, d), d even, rows at positions 0 .. n - 1. The answer
-    is (..., n, n): entry (m, j) is the dot product of q's row m rotated to
-    position m with k's row j rotated to position j (no scaling, no softmax),
-    with adjacent pairs (2i, 2i + 1) turned by m * 10000^(-2i/d), as
+    is (..., n, n): entry (i, j) is the dot product of q's row i rotated to
+    position i with k's row j rotated to position j (no scaling, no softmax),
+    with adjacent pairs (2r, 2r + 1) turned by i * 10000^(-2r/d), as
     :func:`attnbook.rope.apply_rope` does.
     """
     from ..rope import apply_rope
@@ -116,7 +117,7 @@ def check_rope_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) 
                 f"q and k of shape {shape}",
                 (q, k),
                 want,
-                "rotate q's row m and k's row j by their own positions, then take every dot "
+                "rotate q's row i and k's row j by their own positions, then take every dot "
                 "product; " + _SEE_ROPE,
             )
         )
@@ -161,13 +162,13 @@ _SEE_ALIBI = _see("ALiBi: a penalty that grows with distance", _POSITIONS)
     Mistake(
         "starts_at_one",
         lambda h: _geometric(h, first=0),
-        "the first slope is 1 (c counted from 0): the slopes are 2^(-8c/h) for c = 1 .. h, so "
-        "the first is 2^(-8/h); " + _SEE_ALIBI,
+        "the first slope is 1 (exponent -8c/h): head c, counted from 0, has slope "
+        "2^(-8(c+1)/h), so head 0's is 2^(-8/h); " + _SEE_ALIBI,
     ),
     Mistake(
         "no_power_of_two_rule",
         lambda h: _geometric(h),
-        "for a number of heads that is not a power of two these are 2^(-8c/h): the paper's "
+        "for a number of heads that is not a power of two these are 2^(-8(c+1)/h): the paper's "
         "rule takes the slopes of the largest power of two below h, then every other slope "
         "of the next power of two; " + _SEE_ALIBI,
     ),
@@ -178,11 +179,19 @@ _SEE_ALIBI = _see("ALiBi: a penalty that grows with distance", _POSITIONS)
         "sequence take slopes 1, 3, 5, ... (counting from 1), the ones that fall between the "
         "p-head slopes; " + _SEE_ALIBI,
     ),
+    Mistake(
+        "sorted",
+        lambda h: sorted(_interleaved(h, slice(0, None, 2)), reverse=True),
+        "the right slopes, sorted largest first: keep the order of the authors' code, the "
+        "p-head slopes first, then the extra ones (for 6 heads 1/4 .. 1/256, then 1/2 and "
+        "1/8); " + _SEE_ALIBI,
+    ),
 )
 def check_alibi_slopes(fn: Callable[[int], object]) -> CheckReport:
-    """Check ``fn(h)``: ALiBi's h slopes (a list or a 1-D tensor), largest first.
+    """Check ``fn(h)``: ALiBi's h slopes (a list or a 1-D tensor), head 0 first.
 
-    For h a power of two: 2^(-8c/h), c = 1 .. h. Otherwise, with p the largest
+    In the order the authors' code produces them: for h a power of two, head
+    c (counted from 0) has 2^(-8(c+1)/h), largest first. Otherwise, with p the largest
     power of two below h: the p slopes for p heads, then the first h - p of
     slopes 1, 3, 5, ... (counting from 1) of the sequence for 2p heads, as
     :func:`attnbook.alibi.alibi_slopes` returns them.
@@ -192,7 +201,7 @@ def check_alibi_slopes(fn: Callable[[int], object]) -> CheckReport:
     cases = []
     for h in (8, 4, 16, 1, 6, 12):
         note = (
-            "a power of two: 2^(-8c/h) for c = 1 .. h"
+            "a power of two: 2^(-8(c+1)/h) for head c = 0 .. h-1"
             if (h & (h - 1)) == 0
             else "not a power of two: the p-head slopes, then every other 2p-head slope"
         )

@@ -15,7 +15,7 @@ _TRANSFORMER = "The Transformer's cross-attention"
 
 
 def _additive(s, H, lens, W_s, W_h, v):
-    features = torch.tanh((s @ W_s.T).unsqueeze(1) + H @ W_h.T)  # (b, n, A)
+    features = torch.tanh((s @ W_s.T).unsqueeze(1) + H @ W_h.T)  # (b, n, d_a)
     return masked_softmax((features @ v).unsqueeze(1), lens).squeeze(1)  # (b, n)
 
 
@@ -64,7 +64,7 @@ def _over_batch(s, H, lens, W_s, W_h, v):
         "tanh_outside",
         _tanh_outside,
         "the tanh sits outside v: the score is v . tanh(W_s s + W_h h_j), with the tanh on "
-        "the A hidden features before v reads them; " + _see(_DECODER_ENCODER, _CROSS),
+        "the d_a hidden features before v reads them; " + _see(_DECODER_ENCODER, _CROSS),
     ),
     Mistake(
         "no_mask",
@@ -83,14 +83,14 @@ def check_cross_attention_weights(fn: Callable) -> CheckReport:
     """Check ``fn(s, H, source_lens, W_s, W_h, v)``: additive cross-attention weights.
 
     ``s`` (b, d_s) holds one decoder state per example, ``H`` (b, n, d_h) the
-    encoder states, ``source_lens`` (b,) the valid lengths, ``W_s`` (A, d_s),
-    ``W_h`` (A, d_h) and ``v`` (A,) the score's parameters. The answer is the
+    encoder states, ``source_lens`` (b,) the valid lengths, ``W_s`` (d_a, d_s),
+    ``W_h`` (d_a, d_h) and ``v`` (d_a,) the score's parameters. The answer is the
     (b, n) weights softmax_j(v . tanh(W_s s + W_h h_j)) over the valid positions,
     exactly 0 on the padding.
     """
     g = _generator(13)
     cases = []
-    for b, n, d_s, d_h, A, lens in (
+    for b, n, d_s, d_h, d_a, lens in (
         (3, 6, 5, 4, 7, [6, 2, 4]),
         (2, 4, 3, 6, 2, [4, 4]),
         (4, 5, 4, 4, 3, [1, 5, 3, 2]),
@@ -99,13 +99,13 @@ def check_cross_attention_weights(fn: Callable) -> CheckReport:
             torch.randn(b, d_s, generator=g),
             torch.randn(b, n, d_h, generator=g),
             torch.tensor(lens),
-            torch.randn(A, d_s, generator=g),
-            torch.randn(A, d_h, generator=g),
-            torch.randn(A, generator=g),
+            torch.randn(d_a, d_s, generator=g),
+            torch.randn(d_a, d_h, generator=g),
+            torch.randn(d_a, generator=g),
         )
         cases.append(
             Case(
-                f"b={b}, n={n}, d_s={d_s}, d_h={d_h}, A={A}, lengths {lens}",
+                f"b={b}, n={n}, d_s={d_s}, d_h={d_h}, d_a={d_a}, lengths {lens}",
                 args,
                 _additive(*args),
                 "the weights are the masked softmax over j of v . tanh(W_s s + W_h h_j); "

@@ -31,9 +31,9 @@ OVERLAY = 0.7  # the top of the colour scale used: the darkest red leaves the in
 
 def _methods(layers: int, heads: int) -> list[str]:
     names = []
-    for layer in range(1, layers + 1):
+    for layer in range(layers):  # layers and heads count from 0, as in the book
         names.append(f"layer {layer}, mean of heads")
-        names.extend(f"layer {layer}, head {h}" for h in range(1, heads + 1))
+        names.extend(f"layer {layer}, head {h}" for h in range(heads))
     return [*names, "rollout", "occlusion"]
 
 
@@ -52,10 +52,10 @@ class _VitMapsRenderer(Renderer):
             probs = torch.softmax(model(X), -1)  # (k, classes)
         weights = [w.detach() for w in model.attention_weights]  # each (k, heads, n, n)
         maps = {}
-        for layer, w in enumerate(weights, start=1):
+        for layer, w in enumerate(weights):
             maps[f"layer {layer}, mean of heads"] = cls_attention(w)
             for h in range(w.shape[1]):
-                maps[f"layer {layer}, head {h + 1}"] = cls_attention(w[:, h : h + 1])
+                maps[f"layer {layer}, head {h}"] = cls_attention(w[:, h : h + 1])
         maps["rollout"] = attention_rollout(weights)[:, 0, 1:]
         maps["occlusion"] = occlusion_scores(model, X, y, p)
         self.methods, self.indices, self.side, self.p = list(methods), list(indices), side, p
@@ -207,8 +207,9 @@ def vit_maps_explorer(
         indices: the images the menu offers, at least 2 distinct indices into
             ``images`` (default :func:`default_images`: four read right, of
             different digits, and two read wrong).
-        method: the starting map, one of the slider's stops ("layer 1, mean of
-            heads", "layer 1, head 1", ..., "rollout", "occlusion").
+        method: the starting map, one of the slider's stops ("layer 0, mean of
+            heads", "layer 0, head 0", ..., "rollout", "occlusion"; layers and
+            heads count from 0).
 
     Returns:
         A :class:`VitMapsExplorer`; display it to get the controls. A state is
