@@ -30,17 +30,21 @@ STEPS = 3  # key presses per control
 
 
 @pytest.fixture(scope="module")
-def lab():
+def browser():
+    """One headless Chromium for the module (Playwright's sync API allows one at a time)."""
+    with chromium() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def lab(browser):
     # The explorers are driven in a JupyterLab with no extension beyond the
     # widgets (as Colab, Notebook 7 and a plain JupyterLab show them).
     # jupyterlab-myst (`make lab`) logs a console error for every {ref} to
     # another chapter (it sees one notebook at a time) and, after cells run,
     # "Cannot read properties of undefined (reading 'node')"; the reading test
     # below covers what it renders.
-    with (
-        lab_server(NOTEBOOKS, disabled_extensions=("jupyterlab-myst",)) as (base, root),
-        chromium() as browser,
-    ):
+    with lab_server(NOTEBOOKS, disabled_extensions=("jupyterlab-myst",)) as (base, root):
         yield base, browser
 
 
@@ -104,14 +108,13 @@ HAS_MYST_JS = "() => window.jupyterapp.listPlugins().some(id => id.startsWith('j
     [(BOOK / "colab" / "masked-softmax.ipynb", False), (BOOK / "masked-softmax.ipynb", True)],
     ids=["readers-edition-without-jupyterlab-myst", "source-with-jupyterlab-myst"],
 )
-def test_chapter_reads_as_the_book(notebook, myst):
+def test_chapter_reads_as_the_book(browser, notebook, myst):
     """A chapter shows no raw MyST and keeps each solution closed until its
     summary is clicked: the reader's edition (what Colab opens) in a JupyterLab
     without jupyterlab-myst, the source with it (what `make lab` shows)."""
     disabled = () if myst else ("jupyterlab-myst",)
     with (
         lab_server([notebook], disabled_extensions=disabled, render_all=True) as (base, _),
-        chromium() as browser,
         Offline(browser, viewport={"width": 1400, "height": 1000}) as offline,
     ):
         lab_page = LabNotebook(offline, base, notebook.name)
