@@ -34,6 +34,12 @@ def explorer_width(cell: nodes.Element) -> int:
 
 
 def _widen(app, doctree, docname):
+    if app.builder.name == "singlehtml":
+        # The printed book (make pdf) lays each explorer out as small
+        # multiples; there, the theme's script that hides the table of
+        # contents while full-width content is in view kept moving the
+        # explorer, and Chromium never found it still enough to photograph.
+        return
     for cell in doctree.findall(nodes.container):
         if "cell" in cell["classes"] and explorer_width(cell) > COLUMN_PX:
             cell["classes"].append("tag_full-width")
