@@ -11,9 +11,10 @@ more than ``block_size x block_size`` scores per sequence, and keeps a running
 maximum, sum and output per query row.
 
 :func:`flash_attention` is the same forward with a backward pass of its own
-(a ``torch.autograd.Function``) that recomputes each tile from the saved
-logsumexp of every row instead of keeping the tiles, as FlashAttention does
-(Dao et al., 2022, section 3.1).
+(a ``torch.autograd.Function``) that recomputes each tile instead of keeping
+the tiles, as FlashAttention does (Dao et al., 2022, section 3.1). That paper
+saves two statistics per row, ``m`` and ``l``; we save their combination, the
+row's logsumexp ``m + log(l)``, as FlashAttention-2 does (Dao, 2024).
 
 :func:`tile_trace` records what the tiled loop knows after each tile (for the
 chapter's explorer), :func:`naive_attention` is the reference that does build
@@ -270,7 +271,9 @@ class _FlashAttention(torch.autograd.Function):
     """Tiled attention whose backward pass recomputes the tiles (Dao et al. 2022, sec. 3.1).
 
     The forward saves only the inputs, the output and each row's logsumexp
-    ``L = m + log(l)``; the (n, n) weights are never stored. The backward
+    ``L = m + log(l)`` (one number per row, as in FlashAttention-2, Dao 2024;
+    FlashAttention-1 saves ``m`` and ``l`` separately); the (n, n) weights are
+    never stored. The backward
     rebuilds each tile of weights as ``P = exp(S - L)`` and accumulates, with
     ``D_i = dO_i . O_i`` (one number per row):
 
