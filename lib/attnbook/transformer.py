@@ -248,8 +248,8 @@ def gradient_norms_at_init(
 
     For each seed, a stack of ``depth`` freshly initialised :class:`TransformerBlock` s
     (no dropout, FFN width 4 D) is built with every weight matrix
-    Xavier-uniform and every bias zero (the initialisation of the original
-    Transformer), followed by a final :class:`~attnbook.norms.LayerNorm` when
+    Xavier-uniform and every bias zero (what ``torch.nn.Transformer`` applies to
+    its weight matrices), followed by a final :class:`~attnbook.norms.LayerNorm` when
     ``norm_first`` is True (a pre-LN stack's output is otherwise never
     normalised). Its input is (batch, num_steps, num_hiddens) normal numbers
     of standard deviation ``input_std`` (1 by default; the scale of the
