@@ -183,6 +183,7 @@ def train_recall(
     record_at: Sequence[int] = (),
     probe_size: int = 256,
     seed: int = 0,
+    optimizer: str = "gd",
 ) -> TrainingLog:
     """Train ``model`` in place on associative recall; return the log.
 
@@ -190,7 +191,9 @@ def train_recall(
     (sizes from the model's ``d`` and ``d_v``) and takes one step of plain
     gradient descent (no momentum, learning rate ``lr``) on the mean squared
     error between the model's output and the target values. Plain steps keep
-    the size of the gradient visible: an optimizer such as Adam rescales it. The
+    the size of the gradient visible: an optimizer such as Adam rescales it.
+    ``optimizer="adam"`` takes Adam steps instead (``torch.optim.Adam`` with
+    its default betas and epsilon, learning rate ``lr``), on the same batches. The
     probe batch (``probe_size`` examples, drawn once from ``seed + 1``) is
     evaluated at step 0, at the last step and at every step in ``record_at``.
 
@@ -207,11 +210,14 @@ def train_recall(
     lr = _validate.positive_number("lr", lr)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an integer, got {seed!r}")
+    if optimizer not in ("gd", "adam"):
+        raise ValueError(f"optimizer must be 'gd' or 'adam', got {optimizer!r}")
     recorded = _record_steps(record_at, steps)
     task = {"n": n, "d": model.d, "d_v": model.d_v, "noise": noise, "parts": parts}
     probe = make_recall_batch(probe_size, seed=int(seed) + 1, **task)  # checks the task args
     data = torch.Generator().manual_seed(int(seed))
     parameters = [p for p in model.parameters() if p.requires_grad]
+    adam = torch.optim.Adam(parameters, lr=lr) if optimizer == "adam" else None
     log = TrainingLog(probe=probe)
 
     def evaluate(step: int) -> None:
@@ -242,9 +248,15 @@ def train_recall(
             loss = ((output - sample.targets) ** 2).mean()
             grads = torch.autograd.grad(loss, parameters)
             log.grad_norms.append(float(torch.cat([g.reshape(-1) for g in grads]).norm()))
-            with torch.no_grad():
+            if adam is not None:
                 for parameter, grad in zip(parameters, grads):
-                    parameter -= lr * grad  # plain gradient descent
+                    parameter.grad = grad
+                adam.step()
+                adam.zero_grad(set_to_none=True)
+            else:
+                with torch.no_grad():
+                    for parameter, grad in zip(parameters, grads):
+                        parameter -= lr * grad  # plain gradient descent
             log.losses.append(float(loss.detach()))
             if step in recorded:
                 evaluate(step)

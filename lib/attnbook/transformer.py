@@ -242,16 +242,19 @@ def gradient_norms_at_init(
     batch: int = 4,
     vocab: int = 64,
     seeds: tuple[int, ...] = (0, 1, 2, 3),
+    input_std: float = 1.0,
 ) -> torch.Tensor:
     """The gradient norm of each block's parameters in fresh stacks of ``depth`` blocks.
 
     For each seed, a stack of ``depth`` freshly initialised :class:`TransformerBlock` s
     (no dropout, FFN width 4 D) is built with every weight matrix
-    Xavier-uniform and every bias zero (the initialisation of the original
-    Transformer), followed by a final :class:`~attnbook.norms.LayerNorm` when
+    Xavier-uniform and every bias zero (what ``torch.nn.Transformer`` applies to
+    its weight matrices), followed by a final :class:`~attnbook.norms.LayerNorm` when
     ``norm_first`` is True (a pre-LN stack's output is otherwise never
-    normalised). Its input is (batch, num_steps, num_hiddens) standard normal
-    numbers; a fixed random readout maps the output to ``vocab`` logits, and the
+    normalised). Its input is (batch, num_steps, num_hiddens) normal numbers
+    of standard deviation ``input_std`` (1 by default; the scale of the
+    embeddings that a real model would feed in, 0.02 in GPT-2 and about
+    sqrt(num_hiddens) for N(0, 1) tables scaled by sqrt(D)); a fixed random readout maps the output to ``vocab`` logits, and the
     loss is the cross-entropy against random target tokens, as for a language
     model at its first step. Block i is the same block whatever the depth.
     Everything random comes from the seeds; the global random state is left alone.
@@ -268,6 +271,7 @@ def gradient_norms_at_init(
     num_steps = _validate.positive_int("num_steps", num_steps)
     batch = _validate.positive_int("batch", batch)
     vocab = _validate.positive_int("vocab", vocab)
+    input_std = _validate.positive_number("input_std", input_std)
     if not isinstance(seeds, (tuple, list)) or not seeds:
         raise ValueError(f"seeds must be a non-empty tuple of integers, got {seeds!r}")
     threads = torch.get_num_threads()
@@ -275,13 +279,15 @@ def gradient_norms_at_init(
     torch.set_num_threads(1)
     try:
         return _gradient_norms(
-            depth, norm_first, num_hiddens, num_heads, num_steps, batch, vocab, seeds
+            depth, norm_first, num_hiddens, num_heads, num_steps, batch, vocab, seeds, input_std
         )
     finally:
         torch.set_num_threads(threads)
 
 
-def _gradient_norms(depth, norm_first, num_hiddens, num_heads, num_steps, batch, vocab, seeds):
+def _gradient_norms(
+    depth, norm_first, num_hiddens, num_heads, num_steps, batch, vocab, seeds, input_std=1.0
+):
     squares = torch.zeros(depth, dtype=torch.float64)
     for seed in seeds:
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -302,7 +308,7 @@ def _gradient_norms(depth, norm_first, num_hiddens, num_heads, num_steps, batch,
                         bound = (6.0 / (fan_in + fan_out)) ** 0.5
                         module.weight.uniform_(-bound, bound, generator=g)
                         module.bias.zero_()
-        X = torch.randn(batch, num_steps, num_hiddens, generator=g)  # (b, n, D)
+        X = input_std * torch.randn(batch, num_steps, num_hiddens, generator=g)  # (b, n, D)
         readout = torch.randn(num_hiddens, vocab, generator=g) / num_hiddens**0.5  # (D, V)
         targets = torch.randint(0, vocab, (batch * num_steps,), generator=g)
         H = X

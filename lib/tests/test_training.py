@@ -171,12 +171,56 @@ def test_first_probe_evaluation_is_the_untrained_model():
         ({"n": 0}, ValueError, "n must be >= 1"),
         ({"noise": -1}, ValueError, "noise"),
         ({"seed": 0.5}, TypeError, "seed must be an integer"),
+        ({"optimizer": "sgd"}, ValueError, "optimizer must be 'gd' or 'adam', got 'sgd'"),
     ],
 )
 def test_train_bad_input(kwargs, error, match):
     args = {"model": RecallAttention(4), "steps": 10} | kwargs
     with pytest.raises(error, match=match):
         train_recall(**args)
+
+
+def test_adam_steps_are_torch_adam_on_the_same_batches():
+    """optimizer="adam": the weights after training are torch.optim.Adam's, step for step."""
+    model = RecallAttention(8, seed=0)
+    log = train_recall(model, steps=5, batch=8, n=4, lr=0.01, probe_size=16, optimizer="adam")
+    reference = RecallAttention(8, seed=0)
+    adam = torch.optim.Adam(reference.parameters(), lr=0.01)
+    data = torch.Generator().manual_seed(0)
+    losses = []
+    for _ in range(5):
+        batch = make_recall_batch(8, 4, 8, seed=data)
+        loss = ((reference(batch.queries, batch.keys, batch.values) - batch.targets) ** 2).mean()
+        adam.zero_grad()
+        loss.backward()
+        adam.step()
+        losses.append(loss.item())
+    assert log.losses == pytest.approx(losses, rel=1e-6)
+    torch.testing.assert_close(model.W_q, reference.W_q)
+    torch.testing.assert_close(model.W_k, reference.W_k)
+    # Not plain gradient descent: the same run with the default optimizer differs.
+    plain = train_recall(RecallAttention(8, seed=0), steps=5, batch=8, n=4, lr=0.01, probe_size=16)
+    assert plain.losses[1:] != pytest.approx(log.losses[1:], rel=1e-3)
+
+
+def test_adam_unscaled_is_scaled_with_larger_weights_and_fourth_root_lr():
+    """Adam ignores the gradient's scale: the factor is d^(1/4) for the weights and the lr."""
+    d = 16
+    unscaled = RecallAttention(d, scaled=False, seed=1)
+    rescaled = RecallAttention(d, scaled=True, seed=1)
+    with torch.no_grad():
+        rescaled.W_q *= d**0.25
+        rescaled.W_k *= d**0.25
+    args = {"steps": 4, "batch": 8, "n": 4, "probe_size": 16, "optimizer": "adam"}
+    first = train_recall(unscaled, lr=0.01, **args)
+    second = train_recall(rescaled, lr=0.01 * d**0.25, **args)
+    torch.testing.assert_close(torch.tensor(first.losses), torch.tensor(second.losses))
+    torch.testing.assert_close(rescaled.W_q / d**0.25, unscaled.W_q)
+    # With the plain-descent factor sqrt(d) instead, the runs part ways.
+    third = train_recall(
+        RecallAttention(d, scaled=True, seed=1), lr=0.01 * d**0.5, **args
+    )  # (weights not rescaled either: a different model)
+    assert third.losses[1:] != pytest.approx(first.losses[1:], rel=1e-3)
 
 
 def specialised_heads(c=3.0):

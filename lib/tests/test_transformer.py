@@ -213,9 +213,12 @@ def test_gradient_norms_are_deterministic_and_leave_the_rng_alone():
     assert deeper.shape == (4,)
 
 
-def test_gradient_norms_against_a_brute_force_loss():
+@pytest.mark.parametrize("input_std", [1.0, 0.3])
+def test_gradient_norms_against_a_brute_force_loss(input_std):
     """The norm of one seed's block gradient, recomputed through torch's own layers."""
-    got = gradient_norms_at_init(2, False, num_hiddens=8, num_heads=2, seeds=(3,))
+    got = gradient_norms_at_init(
+        2, False, num_hiddens=8, num_heads=2, seeds=(3,), input_std=input_std
+    )
     torch.manual_seed(3)
     blocks = [TransformerBlock(8, 2, 32, norm_first=False) for _ in range(2)]
     g = torch.Generator().manual_seed(10_003)
@@ -229,7 +232,7 @@ def test_gradient_norms_against_a_brute_force_loss():
     layers = [TransformerBlock.from_torch(torch_layer(8, 2, 32, False)) for _ in range(2)]
     for mine, block in zip(layers, blocks):
         mine.load_state_dict(block.state_dict())
-    X = torch.randn(4, 8, 8, generator=g)
+    X = input_std * torch.randn(4, 8, 8, generator=g)
     readout = torch.randn(8, 64, generator=g) / 8**0.5
     targets = torch.randint(0, 64, (32,), generator=g)
     H = X
@@ -249,3 +252,16 @@ def test_gradient_norms_bad_input():
         gradient_norms_at_init(2, 1)
     with pytest.raises(ValueError, match=r"seeds must be a non-empty tuple"):
         gradient_norms_at_init(2, True, seeds=())
+    with pytest.raises(ValueError, match=r"input_std must be a finite number > 0, got 0.0"):
+        gradient_norms_at_init(2, True, input_std=0)
+    with pytest.raises(TypeError, match=r"input_std must be a real number"):
+        gradient_norms_at_init(2, True, input_std="1")
+
+
+def test_gradient_norms_input_std_changes_the_pre_ln_profile():
+    """A large input (std sqrt(D)) flattens the pre-LN profile; post-LN's top stays O(1)."""
+    kwargs = {"num_hiddens": 8, "num_heads": 2, "seeds": (0, 1)}
+    small = gradient_norms_at_init(6, True, input_std=1.0, **kwargs)
+    large = gradient_norms_at_init(6, True, input_std=8**0.5 * 3, **kwargs)
+    assert small[0] / small[-1] > large[0] / large[-1]
+    assert not torch.equal(small, large)
