@@ -68,6 +68,12 @@ def test_the_maps_carry_the_patch_grid_and_numbers(setup):
         numbers = sorted(int(t.get_text()) for t in ax.texts)
         assert numbers == list(range(16))
         assert len(ax.lines) == 6  # 3 inner horizontal and 3 inner vertical lines
+    # drawn over the pictures: a frame has the grid's blue where a patch border is
+    rgb = explorer._renderer.rgb(("rollout", 1)).astype(int)
+    box = fig.axes[0].get_window_extent()  # the map's panel, in pixels from the bottom left
+    top, bottom = rgb.shape[0] - int(box.y1), rgb.shape[0] - int(box.y0)
+    panel = rgb[top:bottom, int(box.x0) : int(box.x1)]
+    assert ((panel[..., 2] - panel[..., 0]) > 60).sum() > 100
     # the alt text counts patches, rows and columns from 0, as the figure does
     text = explorer.alt_text("rollout", 4)
     assert "(row " in text and "from 0)" in text

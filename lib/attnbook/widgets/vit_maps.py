@@ -120,10 +120,11 @@ class _VitMapsRenderer(Renderer):
         middle = ax_occ.imshow(
             self._picture("occlusion", index), interpolation="nearest", extent=extent
         )
+        grid = []
         for ax in (ax_map, ax_occ):
             ax.set_xticks([])
             ax.set_yticks([])
-            self._grid(ax)
+            grid.extend(self._grid(ax))
         ax_occ.set_title("occlusion\n(patch erased to 0)", fontsize="small")
         map_title = ax_map.set_title(self._title(state), fontsize="small")
         x = np.arange(self.probs.shape[1])
@@ -139,11 +140,12 @@ class _VitMapsRenderer(Renderer):
         bar.set_label("share of the map's top score", fontsize="small")
         ax_cb.set_ylim(0, 1)
         headline = fig.text(0.5, 0.97, self._headline(index), ha="center", va="top")
-        return [left, middle, probability, map_title, headline]
+        # The grid is drawn after the pictures, which would otherwise cover it.
+        return [left, middle, probability, map_title, headline, *grid]
 
     def _update(self, state) -> None:
         method, index = state
-        left, middle, probability, map_title, headline = self._dynamic
+        left, middle, probability, map_title, headline = self._dynamic[:5]
         left.set_data(self._picture(method, index))
         middle.set_data(self._picture("occlusion", index))
         k = self.row[index]
@@ -153,14 +155,15 @@ class _VitMapsRenderer(Renderer):
         map_title.set_text(self._title(state))
         headline.set_text(self._headline(index))
 
-    def _grid(self, ax) -> None:
+    def _grid(self, ax) -> list:
         """The patch grid, and each patch's number in its top-left corner (white box)."""
+        artists = []
         for k in range(1, self.side):
-            ax.axhline(k * self.p - 0.5, color="tab:blue", linewidth=0.8, alpha=0.7)
-            ax.axvline(k * self.p - 0.5, color="tab:blue", linewidth=0.8, alpha=0.7)
+            artists.append(ax.axhline(k * self.p - 0.5, color="tab:blue", lw=0.8, alpha=0.7))
+            artists.append(ax.axvline(k * self.p - 0.5, color="tab:blue", lw=0.8, alpha=0.7))
         for patch in range(self.side**2):
             row, col = divmod(patch, self.side)
-            ax.text(
+            text = ax.text(
                 col * self.p - 0.4,
                 row * self.p - 0.4,
                 str(patch),
@@ -170,6 +173,8 @@ class _VitMapsRenderer(Renderer):
                 color="tab:blue",
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.8},
             )
+            artists.append(text)
+        return artists
 
     def _top(self, method: str, index: int) -> str:
         patch = int(self.maps[method][self.row[index]].argmax())
