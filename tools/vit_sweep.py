@@ -1,9 +1,11 @@
 """Measure chapter 15's tiny ViT over seeds, and store the record the chapter prints.
 
 Chapter 15 (book/vision-transformer.ipynb) quotes test accuracy and the
-agreement of attention maps with occlusion as ranges over seeds. Training one
-seed takes about 11 s of CPU, too long to repeat eight times in the notebook,
-so this program trains every seed once and writes the record to
+agreement of attention maps with occlusion (two occlusion fills, deletion
+curves, an untrained-model control) as ranges over seeds, beside baselines
+(logistic regression, MLPs, and a CNN and an MLP trained with the ViT's
+recipe). One seed takes about half a minute of CPU, too long to repeat eight
+times in the notebook, so this program trains every seed once and writes the record to
 lib/attnbook/vit_data/sweep.json (package data). The notebook loads it, prints
 the tables from it, re-runs one seed live and checks that the live run agrees
 with the stored record (so the file cannot drift from the code). It is not a

@@ -7,10 +7,18 @@ patch mattered more for the prediction.
   the patches in one block (averaged over heads, renormalised over the patches).
 * :func:`attention_rollout`: attention rollout (Abnar & Zuidema, 2020), the
   weights of every block chained through the residual stream.
-* :func:`occlusion_scores`: the ground truth of this chapter: how much the
-  probability of the true class drops when a patch is blacked out (zeroed).
+* :func:`occlusion_scores`: an intervention: how much the probability of the
+  true class drops when a patch is replaced by ``fill`` (0, erased to blank
+  paper, by default; a number or a whole image such as the training mean).
+  Its answer depends on that choice of counterfactual.
 * :func:`ink_scores`: a trivial baseline, the amount of ink in each patch.
-* :func:`spearman`: the Spearman rank correlation of two scorings, one per image.
+* :func:`deletion_curve` and :func:`deletion_area`: a second test of a map:
+  fill the patches in the map's order, most relevant first, and follow the
+  true class's probability; a faithful order makes it fall fast (small area).
+* :func:`spearman` and :func:`partial_spearman`: the Spearman rank correlation
+  of two scorings, one per image, and the same with a third scoring held fixed.
+
+Every function works on the device of its inputs (CPU, CUDA, ``meta``).
 """
 
 from __future__ import annotations
@@ -83,39 +91,133 @@ def attention_rollout(weights: Sequence[torch.Tensor] | torch.Tensor) -> torch.T
     return rollout
 
 
-@torch.no_grad()
-def occlusion_scores(
-    model: nn.Module,
-    images: torch.Tensor,
-    labels: torch.Tensor,
-    patch_size: int,
-    fill: float = 0.0,
-) -> torch.Tensor:
-    """The drop in the true class's probability when each patch is set to ``fill``.
-
-    images (batch, C, H, W), labels (batch,) -> scores (batch, patches), the
-    patches numbered as :func:`attnbook.patches.patchify` numbers them. Entry
-    (i, j) is p(labels[i] | image i) - p(labels[i] | image i with patch j
-    filled); it is negative where hiding the patch makes the true class more
-    probable. The model runs in eval mode on every occluded copy.
-    """
+def _check_batch(images: torch.Tensor, labels: torch.Tensor) -> None:
     _validate.tensor("images", images, ndim=4, floating=True)
     _validate.tensor("labels", labels, ndim=1)
     if len(images) != len(labels):
         raise ValueError(
             f"images and labels must hold as many examples, got {len(images)} and {len(labels)}"
         )
+
+
+def _fill_patches(
+    fill: float | torch.Tensor, images: torch.Tensor, patch_size: int
+) -> torch.Tensor:
+    """``fill`` as (1, patches, C p p) on the images' device and dtype."""
+    if isinstance(fill, torch.Tensor):
+        expected = tuple(images.shape[1:])
+        if fill.ndim != 3 or tuple(fill.shape) != expected:
+            raise ValueError(
+                f"fill must be a number or one (C, H, W) image of shape {expected}, "
+                f"got a tensor of shape {tuple(fill.shape)}"
+            )
+        if not (fill.is_floating_point() or fill.dtype in (torch.int32, torch.int64)):
+            raise TypeError(f"fill must hold real numbers, got dtype {fill.dtype}")
+        fill = fill.to(device=images.device, dtype=images.dtype)
+        return patchify(fill[None], patch_size)
+    if isinstance(fill, bool) or not isinstance(fill, (int, float)):
+        raise TypeError(
+            f"fill must be a number or a (C, H, W) image tensor, got {type(fill).__name__} {fill!r}"
+        )
+    if fill != fill or fill in (float("inf"), float("-inf")):
+        raise ValueError(f"fill must be finite, got {fill!r}")
+    patches = patchify(images[:1], patch_size)
+    return torch.full_like(patches, float(fill))
+
+
+def _true_class_probability(model: nn.Module, images: torch.Tensor, labels: torch.Tensor):
+    """p(labels | images) for images (b, k, C, H, W) and labels (b,) -> (b, k)."""
+    b, k = images.shape[:2]
+    probs = torch.softmax(model(images.reshape(b * k, *images.shape[2:])), -1)
+    probs = probs.reshape(b, k, -1)
+    return probs.gather(2, labels[:, None, None].expand(b, k, 1))[..., 0]
+
+
+@torch.no_grad()
+def occlusion_scores(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    patch_size: int,
+    fill: float | torch.Tensor = 0.0,
+) -> torch.Tensor:
+    """The drop in the true class's probability when each patch is replaced by ``fill``.
+
+    images (batch, C, H, W), labels (batch,) -> scores (batch, patches), the
+    patches numbered as :func:`attnbook.patches.patchify` numbers them. Entry
+    (i, j) is p(labels[i] | image i) - p(labels[i] | image i with patch j
+    filled); it is negative where hiding the patch makes the true class more
+    probable. ``fill`` is a number (0, the default, erases a digit's patch to
+    blank paper) or one (C, H, W) image whose patch j replaces patch j (the
+    mean training image, say): each asks a different counterfactual question,
+    and the scores depend on it. The model runs in eval mode on every
+    occluded copy; all of them (batch x patches) go through it in one batch.
+    """
+    _check_batch(images, labels)
     model.eval()
     b, C, H, W = images.shape
     patches = patchify(images, patch_size)  # (b, P, C p p)
+    filler = _fill_patches(fill, images, patch_size)  # (1, P, C p p)
     P = patches.shape[1]
-    hide = torch.eye(P, dtype=torch.bool).reshape(1, P, P, 1)  # copy j hides patch j
-    occluded = torch.where(hide, torch.full_like(patches[:, None], fill), patches[:, None])
+    hide = torch.eye(P, dtype=torch.bool, device=images.device).reshape(1, P, P, 1)
+    occluded = torch.where(hide, filler[:, None], patches[:, None])  # copy j hides patch j
     copies = unpatchify(occluded.reshape(b * P, P, -1), patch_size, H, W)  # (b P, C, H, W)
-    base = torch.softmax(model(images), -1).gather(1, labels[:, None])  # (b, 1)
-    probs = torch.softmax(model(copies), -1).reshape(b, P, -1)  # (b, P, classes)
-    hidden = probs.gather(2, labels[:, None, None].expand(b, P, 1))[..., 0]  # (b, P)
+    base = _true_class_probability(model, images[:, None], labels)  # (b, 1)
+    hidden = _true_class_probability(model, copies.reshape(b, P, C, H, W), labels)  # (b, P)
     return base - hidden
+
+
+@torch.no_grad()
+def deletion_curve(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    scores: torch.Tensor,
+    patch_size: int,
+    fill: float | torch.Tensor = 0.0,
+) -> torch.Tensor:
+    """The true class's probability as the patches are filled, most relevant first.
+
+    ``scores`` (batch, patches) is any map; entry (i, k) of the result
+    (batch, patches + 1) is p(labels[i] | image i with its k highest-scoring
+    patches replaced by ``fill``), so column 0 is the untouched image and the
+    last column the image wholly filled. Ties in a map are broken by patch
+    number (the lower first). An order that finds what the model uses makes
+    the curve fall fast: the "deletion" test of a saliency map (Petsiuk et al.,
+    2018). ``fill`` is as in :func:`occlusion_scores`.
+    """
+    _check_batch(images, labels)
+    patches = patchify(images, patch_size)  # (b, P, C p p)
+    b, P = patches.shape[:2]
+    _validate.tensor("scores", scores, ndim=2)
+    if tuple(scores.shape) != (b, P):
+        raise ValueError(
+            f"scores must be (batch, patches) = {(b, P)} for these images, "
+            f"got {tuple(scores.shape)}"
+        )
+    model.eval()
+    filler = _fill_patches(fill, images, patch_size)  # (1, P, C p p)
+    order = scores.to(images.device).argsort(dim=-1, descending=True, stable=True)
+    place = order.argsort(dim=-1)  # (b, P): where each patch comes in the order
+    steps = torch.arange(P + 1, device=images.device)
+    hide = (place[:, None, :] < steps[None, :, None])[..., None]  # (b, P + 1, P, 1)
+    filled = torch.where(hide, filler[:, None], patches[:, None])  # (b, P + 1, P, C p p)
+    _, C, H, W = images.shape
+    copies = unpatchify(filled.reshape(b * (P + 1), P, -1), patch_size, H, W)
+    return _true_class_probability(model, copies.reshape(b, P + 1, C, H, W), labels)
+
+
+def deletion_area(curve: torch.Tensor) -> torch.Tensor:
+    """The area under each deletion curve (batch, steps) -> (batch,), x running from 0 to 1.
+
+    The trapezoid rule over equally spaced steps: 1 for a probability that
+    stays at 1 until everything is filled, near 0 when the first patch kills
+    it. Smaller is a better order.
+    """
+    _validate.tensor("curve", curve, ndim=2, floating=True)
+    if curve.shape[1] < 2:
+        raise ValueError(f"curve needs at least 2 steps per row, got shape {tuple(curve.shape)}")
+    return ((curve[:, 1:] + curve[:, :-1]) / 2).mean(dim=-1)
 
 
 def ink_scores(images: torch.Tensor, patch_size: int) -> torch.Tensor:
@@ -148,7 +250,29 @@ def spearman(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     rb = rb - rb.mean(-1, keepdim=True)
     scale = (ra.square().sum(-1) * rb.square().sum(-1)).sqrt()
     out = (ra * rb).sum(-1) / scale
-    return torch.where(scale > 0, out, torch.full_like(out, float("nan")))
+    defined = (scale > 0) & ~a.isnan().any(-1) & ~b.isnan().any(-1)  # NaN cannot be ranked
+    return torch.where(defined, out, torch.full_like(out, float("nan")))
+
+
+def partial_spearman(a: torch.Tensor, b: torch.Tensor, given: torch.Tensor) -> torch.Tensor:
+    """The Spearman correlation of a and b (batch, n) with ``given`` held fixed, per row.
+
+    The partial correlation of the ranks: (r_ab - r_ag r_bg) / sqrt((1 - r_ag^2)(1 - r_bg^2)),
+    where r is :func:`spearman`. It is what is left of the agreement of a and b
+    once what each shares with ``given`` is taken out (the correlation of the
+    parts of their ranks that a straight line in ``given``'s ranks cannot
+    predict). NaN where either correlation with ``given`` is +-1 or undefined.
+    """
+    _validate.tensor("given", given, ndim=2)
+    r_ab = spearman(a, b)
+    if given.shape != a.shape:
+        raise ValueError(
+            f"given must have the shape of a and b, got {tuple(given.shape)} and {tuple(a.shape)}"
+        )
+    r_ag, r_bg = spearman(a, given), spearman(b, given)
+    scale = ((1 - r_ag.square()) * (1 - r_bg.square())).sqrt()
+    out = (r_ab - r_ag * r_bg) / scale
+    return torch.where(scale > 1e-12, out, torch.full_like(out, float("nan")))
 
 
 METHODS = ("raw attention", "rollout", "ink", "random")
@@ -156,43 +280,58 @@ METHODS = ("raw attention", "rollout", "ink", "random")
 
 @torch.no_grad()
 def explanation_scores(
-    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, seed: int = 0
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    seed: int = 0,
+    fill: float | torch.Tensor = 0.0,
 ) -> dict[str, torch.Tensor]:
     """Every explanation of the chapter for each image, as (batch, patches) scores.
 
     ``model`` is a :class:`attnbook.vit.TinyViT`. Keys: ``"raw attention"``
     (:func:`cls_attention` of the last block), ``"rollout"`` (row 0 of
     :func:`attention_rollout` over the patches), ``"ink"``, ``"random"``
-    (uniform random numbers drawn from ``seed``) and ``"occlusion"``.
+    (uniform random numbers drawn from ``seed``, the chance level) and
+    ``"occlusion"`` (:func:`occlusion_scores` with ``fill``). Every score is
+    on the images' device. The model is left in eval mode.
     """
+    _check_batch(images, labels)
     model.eval()
     model(images)
     weights = [w.detach() for w in model.attention_weights]
     generator = torch.Generator().manual_seed(seed)
+    random = torch.rand(images.shape[0], model.num_patches, generator=generator)
     return {
         "raw attention": cls_attention(weights[-1]),
         "rollout": attention_rollout(weights)[:, 0, 1:],
         "ink": ink_scores(images, model.patch_size),
-        "random": torch.rand(images.shape[0], model.num_patches, generator=generator),
-        "occlusion": occlusion_scores(model, images, labels, model.patch_size),
+        "random": random.to(device=images.device, dtype=images.dtype),
+        "occlusion": occlusion_scores(model, images, labels, model.patch_size, fill=fill),
     }
 
 
 def agreement(scores: dict[str, torch.Tensor]) -> dict[str, float]:
     """What the chapter measures of :func:`explanation_scores`' result.
 
-    For each method in :data:`METHODS`, the mean over images of its Spearman
-    correlation with occlusion (images where either scoring is constant are
-    left out); ``"peak"``, the mean over images of the largest raw attention
-    weight on a patch (1 / patches if uniform); ``"top match"``, the fraction
-    of images whose most attended patch is occlusion's most important patch.
+    For each method in :data:`METHODS`: its mean Spearman correlation with
+    occlusion over the images (``method``; images where either scoring is
+    constant are left out), the same with ink held fixed (``"method, given
+    ink"``, :func:`partial_spearman`; not for ink itself), and the fraction of
+    images whose top patch is occlusion's top patch (``"method, top match"``;
+    chance is 1 / patches). ``"peak"``: the mean over images of the largest
+    raw attention weight on a patch (1 / patches if uniform).
     """
     truth = scores["occlusion"]
     out = {}
     for method in METHODS:
         rho = spearman(scores[method], truth)
         out[method] = float(rho[~rho.isnan()].mean())
-    raw = scores["raw attention"]
-    out["peak"] = float(raw.max(dim=-1).values.mean())
-    out["top match"] = float((raw.argmax(-1) == truth.argmax(-1)).double().mean())
+    for method in METHODS:
+        if method != "ink":
+            rho = partial_spearman(scores[method], truth, scores["ink"])
+            out[f"{method}, given ink"] = float(rho[~rho.isnan()].mean())
+    for method in METHODS:
+        match = scores[method].argmax(-1) == truth.argmax(-1)
+        out[f"{method}, top match"] = float(match.double().mean())
+    out["peak"] = float(scores["raw attention"].max(dim=-1).values.mean())
     return out

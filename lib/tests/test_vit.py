@@ -127,6 +127,23 @@ def test_the_chapter_model_has_69k_parameters_and_keeps_its_weights():
     torch.testing.assert_close(weights[0].sum(-1), torch.ones(3, 4, 17))
 
 
+def test_the_baseline_networks_have_their_documented_sizes_and_seeds():
+    cnn, mlp = vit.build_cnn(0), vit.build_mlp(0)
+    assert sum(p.numel() for p in cnn.parameters()) == 28_714
+    assert sum(p.numel() for p in vit.build_cnn(0, width=16).parameters()) == 23_946
+    assert sum(p.numel() for p in mlp.parameters()) == 64 * 128 + 128 + 128 * 10 + 10
+    images = torch.rand(5, 1, 8, 8)
+    assert cnn(images).shape == (5, 10) and mlp(images).shape == (5, 10)
+    state = torch.random.get_rng_state()
+    assert torch.equal(vit.build_cnn(2)[0].weight, vit.build_cnn(2)[0].weight)
+    assert not torch.equal(vit.build_cnn(2)[0].weight, vit.build_cnn(3)[0].weight)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        vit.build_cnn(-1)
+    with pytest.raises(ValueError, match="hidden"):
+        vit.build_mlp(0, hidden=0)
+
+
 def test_build_vit_is_deterministic_and_leaves_the_global_random_state_alone():
     state = torch.random.get_rng_state()
     a, b = vit.build_vit(3), vit.build_vit(3)
@@ -298,14 +315,165 @@ def test_spearman_of_orderings_constant_rows_and_bad_shapes():
 def test_agreement_on_hand_made_scores():
     truth = torch.tensor([[0.0, 1.0, 2.0, 3.0], [3.0, 2.0, 1.0, 0.0]])
     raw = torch.tensor([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25]])
-    scores = {"occlusion": truth, "raw attention": raw, "rollout": -truth, "ink": truth}
+    scores = {"occlusion": truth, "raw attention": raw, "rollout": -truth}
+    scores["ink"] = torch.tensor([[0.0, 2.0, 1.0, 3.0], [3.0, 1.0, 2.0, 0.0]])
     scores["random"] = torch.tensor([[0.0, 1.0, 3.0, 2.0], [0.0, 1.0, 3.0, 2.0]])
     got = explain.agreement(scores)
     assert got["raw attention"] == pytest.approx(1.0)  # the constant row is left out
-    assert got["rollout"] == pytest.approx(-1.0) and got["ink"] == pytest.approx(1.0)
+    assert got["rollout"] == pytest.approx(-1.0) and got["ink"] == pytest.approx(0.8)
     assert got["random"] == pytest.approx((0.8 - 0.8) / 2)
     assert got["peak"] == pytest.approx((0.4 + 0.25) / 2)
-    assert got["top match"] == pytest.approx(1.0)  # argmax of a tie is the first patch
+    assert got["raw attention, top match"] == pytest.approx(1.0)  # a tie's argmax: patch 0
+    assert got["rollout, top match"] == 0.0 and got["ink, top match"] == 1.0
+    assert got["random, top match"] == 0.0
+    given = explain.partial_spearman(scores["rollout"], truth, scores["ink"])
+    assert got["rollout, given ink"] == pytest.approx(float(given.mean()))
+    assert "ink, given ink" not in got
+
+
+def _reference_partial(a, b, c):
+    """Correlate what a straight line in c's ranks leaves of a's and b's ranks."""
+    ra, rb, rc = (explain._ranks(x[None])[0] for x in (a, b, c))
+    rc = rc - rc.mean()
+
+    def residual(r):
+        r = r - r.mean()
+        return r - (r @ rc) / (rc @ rc) * rc
+
+    ea, eb = residual(ra), residual(rb)
+    return float((ea @ eb) / (ea.norm() * eb.norm()))
+
+
+def test_partial_spearman_is_the_correlation_of_residual_ranks():
+    g = torch.Generator().manual_seed(3)
+    c = torch.randn(12, 16, generator=g)
+    a = c + torch.randn(12, 16, generator=g)
+    b = c + torch.randn(12, 16, generator=g)
+    got = explain.partial_spearman(a, b, c)
+    for i in range(12):
+        assert float(got[i]) == pytest.approx(_reference_partial(a[i], b[i], c[i]), abs=1e-9)
+    # a and b that agree only through c: nothing is left once c is held fixed
+    x = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
+    assert math.isnan(float(explain.partial_spearman(x, x, x)))
+    with pytest.raises(ValueError, match="given must have the shape"):
+        explain.partial_spearman(x, x, torch.ones(1, 3))
+
+
+def test_spearman_of_nan_is_nan():
+    x = torch.tensor([[float("nan"), 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 3.0]])
+    got = explain.spearman(x, torch.tensor([[1.0, 2.0, 3.0, 4.0]] * 2))
+    assert math.isnan(float(got[0])) and float(got[1]) == pytest.approx(1.0)
+
+
+def test_occlusion_with_an_image_fill_matches_a_loop():
+    model = vit.build_vit(1).eval()
+    g = torch.Generator().manual_seed(2)
+    images, labels = torch.rand(2, 1, 8, 8, generator=g), torch.tensor([3, 8])
+    fill = torch.rand(1, 8, 8, generator=g)
+    got = explain.occlusion_scores(model, images, labels, 2, fill=fill)
+    constant = explain.occlusion_scores(model, images, labels, 2, fill=0.5)
+    with torch.no_grad():
+        for i in range(2):
+            p = torch.softmax(model(images[i : i + 1]), -1)[0, labels[i]]
+            for j in range(16):
+                r, c = divmod(j, 4)
+                rows, cols = slice(2 * r, 2 * r + 2), slice(2 * c, 2 * c + 2)
+                for value, scores in ((fill[..., rows, cols], got), (0.5, constant)):
+                    copy = images[i : i + 1].clone()
+                    copy[..., rows, cols] = value
+                    q = torch.softmax(model(copy), -1)[0, labels[i]]
+                    assert abs(float(scores[i, j]) - float(p - q)) < 1e-5
+
+
+def test_a_bad_fill_is_named():
+    model, images, labels = vit.build_vit(0), torch.rand(2, 1, 8, 8), torch.tensor([0, 1])
+    with pytest.raises(ValueError, match=r"fill must be a number or one \(C, H, W\) image"):
+        explain.occlusion_scores(model, images, labels, 2, fill=torch.zeros(8, 8))
+    with pytest.raises(TypeError, match="fill must be a number.*str 'mean'"):
+        explain.occlusion_scores(model, images, labels, 2, fill="mean")
+    with pytest.raises(TypeError, match="fill must be a number"):
+        explain.occlusion_scores(model, images, labels, 2, fill=True)
+    with pytest.raises(ValueError, match="fill must be finite, got nan"):
+        explain.occlusion_scores(model, images, labels, 2, fill=float("nan"))
+    with pytest.raises(TypeError, match="fill must hold real numbers"):
+        explain.occlusion_scores(model, images, labels, 2, fill=torch.zeros(1, 8, 8).bool())
+    with pytest.raises(ValueError, match="fill must be a number"):
+        explain.deletion_curve(model, images, labels, torch.rand(2, 16), 2, fill=torch.zeros(3))
+
+
+def _reference_deletion(model, image, label, scores, fill):
+    """Fill the patches one by one, highest score first (ties: lower number first)."""
+    order = sorted(range(16), key=lambda j: (-float(scores[j]), j))
+    copy, out = image.clone(), []
+    with torch.no_grad():
+        out.append(float(torch.softmax(model(copy[None]), -1)[0, label]))
+        for j in order:
+            r, c = divmod(j, 4)
+            rows, cols = slice(2 * r, 2 * r + 2), slice(2 * c, 2 * c + 2)
+            copy[..., rows, cols] = fill[..., rows, cols] if torch.is_tensor(fill) else fill
+            out.append(float(torch.softmax(model(copy[None]), -1)[0, label]))
+    return out
+
+
+@pytest.mark.parametrize("fill", ["zero", "image"])
+def test_deletion_curve_matches_a_loop(fill):
+    model = vit.build_vit(4).eval()
+    g = torch.Generator().manual_seed(5)
+    images, labels = torch.rand(3, 1, 8, 8, generator=g), torch.tensor([2, 5, 9])
+    fill = 0.0 if fill == "zero" else torch.rand(1, 8, 8, generator=g)
+    scores = torch.rand(3, 16, generator=g)
+    scores[1, :8] = 0.5  # ties, broken by patch number
+    got = explain.deletion_curve(model, images, labels, scores, 2, fill=fill)
+    assert got.shape == (3, 17)
+    for i in range(3):
+        want = _reference_deletion(model, images[i], int(labels[i]), scores[i], fill)
+        assert got[i].tolist() == pytest.approx(want, abs=1e-5)
+    with pytest.raises(ValueError, match=r"scores must be \(batch, patches\) = \(3, 16\)"):
+        explain.deletion_curve(model, images, labels, scores[:, :15], 2)
+
+
+def test_deletion_area_is_the_trapezoid_rule():
+    curve = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0], [1.0, 0.5, 0.0]])
+    assert explain.deletion_area(curve).tolist() == pytest.approx([1.0, 0.25, 0.5])
+    with pytest.raises(ValueError, match="at least 2 steps"):
+        explain.deletion_area(torch.ones(2, 1))
+
+
+def test_explanations_stay_on_the_meta_device():
+    """No CPU mask, no CPU random scores: shapes and devices are checked without data."""
+    model = vit.build_vit(0).to("meta")
+    images = torch.empty(3, 1, 8, 8, device="meta")
+    labels = torch.empty(3, dtype=torch.int64, device="meta")
+    fill = torch.empty(1, 8, 8, device="meta")
+    scores = explain.explanation_scores(model, images, labels, fill=fill)
+    for name, value in scores.items():
+        assert value.device.type == "meta" and value.shape == (3, 16), name
+    assert explain.occlusion_scores(model, images, labels, 2, fill=0.3).device.type == "meta"
+    curve = explain.deletion_curve(model, images, labels, scores["rollout"], 2, fill=fill)
+    assert curve.device.type == "meta" and curve.shape == (3, 17)
+    # a fill on another device than the images is moved to theirs
+    cpu_fill = torch.zeros(1, 8, 8)
+    assert explain.occlusion_scores(model, images, labels, 2, fill=cpu_fill).device.type == "meta"
+
+
+def test_explanations_on_a_device_match_the_cpu(device):
+    model = vit.build_vit(0).eval()
+    g = torch.Generator().manual_seed(0)
+    images, labels = torch.rand(4, 1, 8, 8, generator=g), torch.tensor([0, 3, 6, 9])
+    fill = images.mean(0)
+    want = explain.explanation_scores(model, images, labels, seed=1, fill=fill)
+    moved = model.to(device)
+    got = explain.explanation_scores(moved, images.to(device), labels.to(device), 1, fill)
+    for name in want:
+        assert got[name].device.type == device
+        torch.testing.assert_close(got[name].cpu(), want[name], atol=1e-5, rtol=1e-4)
+    curve = explain.deletion_curve(moved, images.to(device), labels.to(device), got["ink"], 2)
+    torch.testing.assert_close(
+        curve.cpu(),
+        explain.deletion_curve(model.cpu(), images, labels, want["ink"], 2),
+        atol=1e-5,
+        rtol=1e-4,
+    )
 
 
 # ---------------------------------------------------------------- the stored sweep
@@ -321,9 +489,15 @@ def test_the_sweep_is_package_data_and_holds_every_seed():
     assert sweep["setting"]["epochs"] == vit_study.SETTING["epochs"]
     assert list(sweep["seeds"]) == [str(s) for s in range(len(sweep["seeds"]))]
     assert len(sweep["seeds"]) >= 3 and sweep["baselines"].keys() == sweep["seeds"].keys()
-    for record in sweep["seeds"].values():
+    for seed, record in sweep["seeds"].items():
         assert 0.9 < record["accuracy"] <= 1.0
-        assert set(explain.METHODS) <= record.keys()
+        for fill in ("zero", "mean image"):
+            assert {f"{fill}: {m}" for m in explain.METHODS} <= record.keys()
+            assert {f"{fill}: deletion {o}" for o in vit_study.ORDERS} <= record.keys()
+            assert {f"{fill}: untrained rollout", f"{fill}: rollout, given ink"} <= record.keys()
+        assert {"fills agree", "misread"} <= record.keys()
+        nets = {"CNN (ViT recipe)", "CNN 16 (ViT recipe)", "MLP 128 (ViT recipe)"}
+        assert nets <= sweep["baselines"][seed].keys()
 
 
 def test_records_agree_names_what_drifted():
@@ -331,3 +505,9 @@ def test_records_agree_names_what_drifted():
     assert vit_study.records_agree({"accuracy": 0.97, "rollout": 0.4}, stored) == []
     problems = vit_study.records_agree({"accuracy": 0.94, "rollout": 0.5}, stored)
     assert [p.split(":")[0] for p in problems] == ["accuracy", "rollout"]
+    # each kind of entry has its own tolerance, found by name
+    stored = {"zero: rollout, top match": 0.2, "mean image: deletion ink": 0.3, "misread": 4}
+    live = {"zero: rollout, top match": 0.32, "mean image: deletion ink": 0.35, "misread": 6}
+    assert vit_study.records_agree(live, stored) == [
+        "zero: rollout, top match: live 0.3200, stored 0.2000"
+    ]

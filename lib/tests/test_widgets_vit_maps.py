@@ -58,3 +58,31 @@ def test_bad_arguments_are_named(setup):
         widgets.vit_maps_explorer(model, images, labels, indices=[0, 1], method="saliency")
     with pytest.raises(ValueError, match="as many examples"):
         widgets.vit_maps_explorer(model, images, labels[:3])
+
+
+def test_the_maps_carry_the_patch_grid_and_numbers(setup):
+    model, images, labels = setup
+    explorer = widgets.vit_maps_explorer(model, images, labels, indices=[1, 4])
+    fig = explorer._renderer.fig
+    for ax in fig.axes[:2]:  # the map and occlusion
+        numbers = sorted(int(t.get_text()) for t in ax.texts)
+        assert numbers == list(range(16))
+        assert len(ax.lines) == 6  # 3 inner horizontal and 3 inner vertical lines
+    # drawn over the pictures: a frame has the grid's blue where a patch border is
+    rgb = explorer._renderer.rgb(("rollout", 1)).astype(int)
+    box = fig.axes[0].get_window_extent()  # the map's panel, in pixels from the bottom left
+    top, bottom = rgb.shape[0] - int(box.y1), rgb.shape[0] - int(box.y0)
+    panel = rgb[top:bottom, int(box.x0) : int(box.x1)]
+    assert ((panel[..., 2] - panel[..., 0]) > 60).sum() > 100
+    # the alt text counts patches, rows and columns from 0, as the figure does
+    text = explorer.alt_text("rollout", 4)
+    assert "(row " in text and "from 0)" in text
+
+
+def test_the_explorer_works_with_a_model_on_any_device(setup, device):
+    model, images, labels = setup
+    on_cpu = widgets.vit_maps_explorer(model, images, labels, indices=[1, 4])
+    moved = build_vit(0).to(device).eval()
+    explorer = widgets.vit_maps_explorer(moved, images, labels, indices=[1, 4])
+    assert explorer.alt_text("rollout", 4) == on_cpu.alt_text("rollout", 4)
+    assert explorer.frame("layer 1, head 2", 1)

@@ -4,10 +4,13 @@ Chapter 15 trains a tiny Vision Transformer on 8x8 digits. A slider picks a
 map, a menu a test image. Left: the digit with the map laid over it in red
 (raw [CLS] attention of one head or of the mean of a block's heads, attention
 rollout, or occlusion itself); middle: occlusion, the drop in the true class's
-probability when a patch is blacked out, the ground truth the maps are judged
-by; right: the model's class probabilities. Above the left panel: the Spearman
-rank correlation of that map with occlusion on this image. Each map is shown
-as a share of its own largest score (negative scores as 0).
+probability when a patch is erased (set to 0, white paper: one counterfactual
+among several, the reference the maps are compared with here); right: the
+model's class probabilities. Both pictures carry the patch grid and the patch
+numbers. Above the left panel: the Spearman rank correlation of that map with
+occlusion on this image. Each map is shown as a share of its own largest score
+(negative scores as 0). The model may sit on any device; the explorer copies
+what it draws to the CPU.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class _VitMapsRenderer(Renderer):
         chosen = torch.tensor(indices)
         X, y = images[chosen], labels[chosen]
         model.eval()
+        X, y = X.to(_device(model)), y.to(_device(model))
         with torch.no_grad():
             probs = torch.softmax(model(X), -1)  # (k, classes)
         weights = [w.detach() for w in model.attention_weights]  # each (k, heads, n, n)
@@ -60,13 +64,12 @@ class _VitMapsRenderer(Renderer):
         maps["occlusion"] = occlusion_scores(model, X, y, p)
         self.methods, self.indices, self.side, self.p = list(methods), list(indices), side, p
         self.truth = y.tolist()
-        self.probs = probs.numpy()
+        self.probs = probs.cpu().numpy()
         self.pred = probs.argmax(-1).tolist()
-        self.digits = X[:, 0].numpy()  # (k, H, W)
-        self.maps = {m: maps[m].double().numpy() for m in self.methods}  # each (k, patches)
-        self.rho = {
-            m: spearman(maps[m].double(), maps["occlusion"].double()).numpy() for m in self.methods
-        }
+        self.digits = X[:, 0].cpu().numpy()  # (k, H, W)
+        maps = {m: maps[m].detach().double().cpu() for m in self.methods}  # each (k, patches)
+        self.maps = {m: maps[m].numpy() for m in self.methods}
+        self.rho = {m: spearman(maps[m], maps["occlusion"]).numpy() for m in self.methods}
         self.cmap = colormaps["Reds"]
         self.row = {i: k for k, i in enumerate(self.indices)}
         super().__init__(first)
@@ -117,10 +120,12 @@ class _VitMapsRenderer(Renderer):
         middle = ax_occ.imshow(
             self._picture("occlusion", index), interpolation="nearest", extent=extent
         )
+        grid = []
         for ax in (ax_map, ax_occ):
             ax.set_xticks([])
             ax.set_yticks([])
-        ax_occ.set_title("occlusion\n(the ground truth)", fontsize="small")
+            grid.extend(self._grid(ax))
+        ax_occ.set_title("occlusion\n(patch erased to 0)", fontsize="small")
         map_title = ax_map.set_title(self._title(state), fontsize="small")
         x = np.arange(self.probs.shape[1])
         k = self.row[index]
@@ -135,11 +140,12 @@ class _VitMapsRenderer(Renderer):
         bar.set_label("share of the map's top score", fontsize="small")
         ax_cb.set_ylim(0, 1)
         headline = fig.text(0.5, 0.97, self._headline(index), ha="center", va="top")
-        return [left, middle, probability, map_title, headline]
+        # The grid is drawn after the pictures, which would otherwise cover it.
+        return [left, middle, probability, map_title, headline, *grid]
 
     def _update(self, state) -> None:
         method, index = state
-        left, middle, probability, map_title, headline = self._dynamic
+        left, middle, probability, map_title, headline = self._dynamic[:5]
         left.set_data(self._picture(method, index))
         middle.set_data(self._picture("occlusion", index))
         k = self.row[index]
@@ -149,9 +155,30 @@ class _VitMapsRenderer(Renderer):
         map_title.set_text(self._title(state))
         headline.set_text(self._headline(index))
 
+    def _grid(self, ax) -> list:
+        """The patch grid, and each patch's number in its top-left corner (white box)."""
+        artists = []
+        for k in range(1, self.side):
+            artists.append(ax.axhline(k * self.p - 0.5, color="tab:blue", lw=0.8, alpha=0.7))
+            artists.append(ax.axvline(k * self.p - 0.5, color="tab:blue", lw=0.8, alpha=0.7))
+        for patch in range(self.side**2):
+            row, col = divmod(patch, self.side)
+            text = ax.text(
+                col * self.p - 0.4,
+                row * self.p - 0.4,
+                str(patch),
+                fontsize=6,
+                ha="left",
+                va="top",
+                color="tab:blue",
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.8},
+            )
+            artists.append(text)
+        return artists
+
     def _top(self, method: str, index: int) -> str:
         patch = int(self.maps[method][self.row[index]].argmax())
-        return f"row {patch // self.side + 1}, column {patch % self.side + 1}"
+        return f"patch {patch} (row {patch // self.side}, column {patch % self.side}, from 0)"
 
     def alt_text(self, state) -> str:
         method, index = state
@@ -161,14 +188,18 @@ class _VitMapsRenderer(Renderer):
             f"probability {self.probs[k, self.pred[k]]:.2f} "
             f"({'right' if self.pred[k] == self.truth[k] else 'wrong'}). "
         )
-        occ = f"occlusion's most important patch is at {self._top('occlusion', index)}"
+        occ = f"occlusion (patches erased to 0) scores highest {self._top('occlusion', index)}"
         if method == "occlusion":
             return head + f"Left and middle: occlusion itself; {occ}."
         return head + (
-            f"Left: {method} laid over the digit, its largest weight on the patch at "
+            f"Left: {method} laid over the digit, its largest score on "
             f"{self._top(method, index)}; Spearman correlation with occlusion "
             f"{self.rho[method][k]:+.2f}. Middle: {occ}."
         )
+
+
+def _device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
 
 
 class VitMapsExplorer(Explorer):
@@ -178,10 +209,15 @@ class VitMapsExplorer(Explorer):
 def default_images(model: TinyViT, images, labels, right: int = 4, wrong: int = 2) -> list[int]:
     """Indices of the first ``right`` correctly classified images (distinct digits) and
     the first ``wrong`` misclassified ones, in index order."""
+    device = _device(model)
     with torch.no_grad():
         pred = torch.cat(
-            [model(images[i : i + 500]).argmax(-1) for i in range(0, len(images), 500)]
+            [
+                model(images[i : i + 500].to(device)).argmax(-1).cpu()
+                for i in range(0, len(images), 500)
+            ]
         )
+    labels = labels.cpu()
     good, bad, seen = [], [], set()
     for i in range(len(images)):
         if pred[i] != labels[i] and len(bad) < wrong:
@@ -202,8 +238,10 @@ def vit_maps_explorer(
     """A slider over the maps of ``model`` and a menu over test images.
 
     Args:
-        model: a trained :class:`attnbook.vit.TinyViT` (it is run in eval mode).
-        images: (n, C, H, W) test images; labels: (n,) their classes.
+        model: a trained :class:`attnbook.vit.TinyViT` (it is run in eval mode),
+            on any device.
+        images: (n, C, H, W) test images; labels: (n,) their classes (moved
+            to the model's device as needed).
         indices: the images the menu offers, at least 2 distinct indices into
             ``images`` (default :func:`default_images`: four read right, of
             different digits, and two read wrong).
