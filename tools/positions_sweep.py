@@ -10,8 +10,9 @@ the stored record, so the file cannot drift from the code unnoticed.
 
     python tools/positions_sweep.py            # `make positions-sweep`
 
-It is not a test. It takes about 4 minutes of CPU time (30 runs on one
-thread each, two at a time by default).
+It is not a test. It takes about 9 minutes of CPU time (60 runs on one
+thread each, two at a time by default); ``--parts ablations`` re-measures
+only the ablations (30 runs) and keeps the rest of the record.
 """
 
 from __future__ import annotations
@@ -32,12 +33,53 @@ SEEDS = (0, 1, 2)
 LENGTHS = (32, 64, 128)
 COPY = {"task": "copy", "steps": 600}
 KBACK = {"task": "kback", "steps": 400, "k": 3}
+# k-back accuracy at L = 128 in bands of query positions (the first band is
+# the training range).
+BANDS = (0, 32, 64, 96, 128)
+# The "ablations" part: the same model with one setting changed, to see which
+# conclusions of the chapter depend on the 2-layer design, the number of
+# steps, or the vocabulary of 64.
+ABLATIONS = (
+    {"task": "kback", "scheme": "alibi", "steps": 800, "k": 3, "num_layers": 2},
+    {"task": "kback", "scheme": "alibi", "steps": 800, "k": 3, "num_layers": 3},
+    {"task": "kback", "scheme": "alibi", "steps": 800, "k": 3, "num_layers": 4},
+    {"task": "copy", "scheme": "nope", "steps": 600, "num_layers": 3},
+    {"task": "copy", "scheme": "nope", "steps": 600, "num_layers": 4},
+    {"task": "copy", "scheme": "rope", "steps": 600, "num_layers": 4},
+    {"task": "copy", "scheme": "rope", "steps": 600, "num_layers": 2, "vocab": 128},
+    {"task": "copy", "scheme": "rope", "steps": 600, "num_layers": 2, "rope_base": 500.0},
+    {"task": "copy", "scheme": "rope", "steps": 600, "num_layers": 2, "rope_base": 1e6},
+    {"task": "copy", "scheme": "alibi", "steps": 600, "num_layers": 2, "vocab": 128},
+)
+PARTS = ("copy", "kback", "ablations")
+
+
+def rescaled_accuracy(model: lg.PositionModel) -> dict:
+    """Zero-shot copy accuracy of a trained RoPE model with its rotation changed.
+
+    "interpolation": positions times 32 / L (Chen et al. 2023); "ntk": base
+    10000 * s^(d / (d - 2)) with s = L / 32 (NTK-aware scaling).
+    """
+    d, out = model.num_hiddens // model.num_heads, {"interpolation": {}, "ntk": {}}
+    for n in LENGTHS[1:]:
+        s = n / LENGTHS[0]
+        for name, kwargs in (
+            ("interpolation", {"position_scale": 1 / s}),
+            ("ntk", {"base": 10000.0 * s ** (d / (d - 2))}),
+        ):
+            lg.rescale_rope(model, **kwargs)
+            out[name][str(n)] = round(lg.evaluate(model, (n,))[n], 4)
+    lg.rescale_rope(model)
+    return out
 
 
 def run(scheme: str, seed: int, settings: dict) -> dict:
     """Train one model and measure it; the record the chapter compares with."""
     start = time.process_time()
-    model = lg.PositionModel(scheme, seed=seed)
+    shape = {key: settings[key] for key in ("num_layers", "vocab") if key in settings}
+    model = lg.PositionModel(scheme, seed=seed, **shape)
+    if "rope_base" in settings:  # trained with another base from the start
+        lg.rescale_rope(model, base=settings["rope_base"])
     options = {"k": settings["k"]} if "k" in settings else {}
     log = lg.train_positions(
         model, task=settings["task"], steps=settings["steps"], seed=seed, **options
@@ -53,43 +95,66 @@ def run(scheme: str, seed: int, settings: dict) -> dict:
     }
     if settings["task"] == "copy":
         record["head_score"] = {str(n): round(lg.copy_head_score(model, n), 4) for n in LENGTHS}
+        if scheme == "rope" and not shape and "rope_base" not in settings:
+            record["rescaled"] = rescaled_accuracy(model)
+    else:
+        by_band = lg.accuracy_by_position(model, LENGTHS[-1], BANDS, task="kback", **options)
+        record["by_position"] = [round(a, 4) for a in by_band]
     return record
 
 
-def _job(args: tuple[str, str, int]) -> tuple[str, dict]:
-    name, scheme, seed = args
+def _job(args: tuple[str, str, int, dict]) -> tuple[str, dict]:
+    part, scheme, seed, settings = args
     torch.set_num_threads(1)
-    return name, run(scheme, seed, {"copy": COPY, "kback": KBACK}[name])
+    record = run(scheme, seed, settings)
+    if part == "ablations":
+        record = {**{k: v for k, v in settings.items() if k != "scheme"}, **record}
+    return part, record
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time (one thread each)")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=PARTS,
+        default=list(PARTS),
+        help="re-measure only these parts and keep the others from the existing record",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
+    old = json.loads(OUT.read_text(encoding="utf-8")) if OUT.exists() else {}
+    if set(args.parts) != set(PARTS) and old.get("settings", {}).get("seeds") != args.seeds:
+        raise SystemExit("re-measuring some parts needs the seeds of the existing record")
     result = {
         "settings": {
             "lengths": list(LENGTHS),
             "seeds": args.seeds,
             "copy": COPY,
             "kback": KBACK,
+            "bands": list(BANDS),
+            "ablations": list(ABLATIONS),
             "model": {"num_hiddens": 64, "num_heads": 4, "num_layers": 2, "vocab": 64},
             "train": {"batch": 64, "lr": 3e-3, "clip": 1.0, "min_length": 8, "max_length": 32},
         },
         "torch": torch.__version__,
-        "copy": [],
-        "kback": [],
+        **{part: ([] if part in args.parts else old[part]) for part in PARTS},
     }
-    jobs = [
-        (name, s, seed) for name in ("copy", "kback") for s in lg.SCHEMES for seed in args.seeds
-    ]
+    jobs = []
+    for part in args.parts:
+        if part == "ablations":
+            jobs += [(part, a["scheme"], seed, a) for a in ABLATIONS for seed in args.seeds]
+        else:
+            settings = {"copy": COPY, "kback": KBACK}[part]
+            jobs += [(part, s, seed, settings) for s in lg.SCHEMES for seed in args.seeds]
     # Each run is seeded and single-threaded, so running them side by side
     # gives the same records as running them one after another.
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-        for name, record in pool.imap(_job, jobs):
-            print(name, json.dumps(record), flush=True)
-            result[name].append(record)
+        for part, record in pool.imap(_job, jobs):
+            print(part, json.dumps(record), flush=True)
+            result[part].append(record)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)}")

@@ -7,8 +7,8 @@ with h a power of two, the slopes are the geometric sequence
 ``2^(-8/h), 2^(-16/h), ..., 2^(-8)`` (for 8 heads: 1/2, 1/4, ..., 1/256).
 For other h, the authors' reference code takes the 2^a slopes of the
 largest power of two 2^a below h, then the first h - 2^a of every other
-slope of the sequence for 2^(a+1) heads (the ones that fall between the
-first ones).
+slope of the sequence for 2^(a+1) heads (for h = 6 these are 1/2, above
+every slope already taken, and 1/8, between 1/4 and 1/16).
 """
 
 from __future__ import annotations

@@ -149,6 +149,9 @@ class PositionAttention(nn.Module):
         self.W_v = nn.Linear(num_hiddens, num_hiddens, bias=False)
         self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=False)
         self.attention_weights: torch.Tensor | None = None
+        # RoPE only (see rescale_rope): the frequencies' base, and a factor on
+        # the positions (below 1 for position interpolation).
+        self.rope_base, self.position_scale = 10000.0, 1.0
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (batch, n, num_hiddens) -> (batch, n, num_hiddens)."""
@@ -157,7 +160,10 @@ class PositionAttention(nn.Module):
         q, k, v = split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x))  # (b, h, n, p)
         if self.scheme == "rope":
             positions = torch.arange(n, device=x.device)
-            q, k = apply_rope(q, positions), apply_rope(k, positions)
+            if self.position_scale != 1.0:
+                positions = positions * self.position_scale  # real positions
+            q = apply_rope(q, positions, self.rope_base)
+            k = apply_rope(k, positions, self.rope_base)
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_size)  # (b, h, n, n)
         if self.scheme == "alibi":
             scores = scores + alibi_bias(n, self.num_heads, dtype=x.dtype).to(x.device)
@@ -242,6 +248,29 @@ class PositionModel(nn.Module):
         return self.unembed(self.final_norm(x))  # (batch, n, vocab)
 
 
+def rescale_rope(model: PositionModel, base: float = 10000.0, position_scale: float = 1.0) -> None:
+    """Change a trained RoPE model's rotation in place, without training.
+
+    Every layer then rotates the query or key at position m by
+    ``m * position_scale * theta_i`` with ``theta_i = base^(-2i / d)``. With
+    ``position_scale = L_train / L`` (< 1) this is *position interpolation*
+    (Chen et al. 2023): a sequence of L positions is squeezed into the angles
+    of L_train. A larger ``base`` slows every pair except pair 0; NTK-aware
+    scaling uses ``base * s^(d / (d - 2))`` for a length s times the
+    training length. ``rescale_rope(model)`` restores the trained rotation.
+    """
+    _check_model(model)
+    if model.scheme != "rope":
+        raise ValueError(f"rescale_rope needs a model with scheme 'rope', got {model.scheme!r}")
+    if isinstance(base, bool) or not isinstance(base, numbers.Real):
+        raise TypeError(f"base must be a real number, got {base!r}")
+    if not 1.0 < float(base) < float("inf"):
+        raise ValueError(f"base must be a finite number > 1, got {base!r}")
+    position_scale = _validate.positive_number("position_scale", position_scale)
+    for layer in model.layers:
+        layer.rope_base, layer.position_scale = float(base), float(position_scale)
+
+
 def _check_model(model: object) -> PositionModel:
     if not isinstance(model, PositionModel):
         raise TypeError(f"model must be a PositionModel, got {type(model).__name__}")
@@ -277,6 +306,47 @@ def evaluate(
         int(n): task_accuracy(model, make(size, n, vocab=model.vocab, seed=seed + n, **options))
         for n in lengths
     }
+
+
+def accuracy_by_position(
+    model: PositionModel,
+    length: int,
+    edges: tuple[int, ...],
+    task: str = "kback",
+    size: int = 256,
+    seed: int = 1000,
+    **options,
+) -> list[float]:
+    """Held-out accuracy of the scored queries in each band of query positions.
+
+    ``edges`` (increasing, from 0 to ``length``) cut the positions into bands
+    ``[edges[b], edges[b + 1])``; the batch is the one :func:`evaluate` uses
+    at this length, so the bands' accuracies average (weighted by their
+    scored positions) to its accuracy. A band with no scored position is nan.
+    """
+    _check_model(model)
+    make = TASKS[_task(task)]
+    length = _validate.positive_int("length", length)
+    edges = tuple(edges)
+    if (
+        len(edges) < 2
+        or any(isinstance(e, bool) or not isinstance(e, numbers.Integral) for e in edges)
+        or edges[0] != 0
+        or edges[-1] != length
+        or any(a >= b for a, b in zip(edges, edges[1:]))
+    ):
+        raise ValueError(
+            f"edges must be increasing integers from 0 to length={length}, got {edges!r}"
+        )
+    batch = make(size, length, vocab=model.vocab, seed=seed + length, **options)
+    with torch.no_grad():
+        right = model(batch.tokens).argmax(-1) == batch.targets  # (size, length)
+    out = []
+    for lo, hi in zip(edges, edges[1:]):
+        band = batch.scored.clone()
+        band[:lo], band[hi:] = False, False
+        out.append(float(right[:, band].double().mean()) if band.any() else float("nan"))
+    return out
 
 
 def copy_head_score(model: PositionModel, length: int, size: int = 64, seed: int = 2000) -> float:

@@ -65,14 +65,15 @@ def reference_layer(layer: lg.PositionAttention, x: torch.Tensor) -> torch.Tenso
     b, n, D = x.shape
     h, p = layer.num_heads, layer.head_size
     out = torch.zeros(b, n, D, dtype=x.dtype)
-    positions = torch.arange(n)
+    positions = torch.arange(n, dtype=torch.float64) * layer.position_scale
     for head in range(h):
         cols = slice(head * p, (head + 1) * p)
         q = x @ layer.W_q.weight[cols].T  # (b, n, p)
         k = x @ layer.W_k.weight[cols].T
         v = x @ layer.W_v.weight[cols].T
         if layer.scheme == "rope":
-            q, k = apply_rope(q, positions), apply_rope(k, positions)
+            q = apply_rope(q, positions, layer.rope_base)
+            k = apply_rope(k, positions, layer.rope_base)
         for i in range(n):
             s = (k[:, : i + 1] @ q[:, i, :, None]).squeeze(-1) / math.sqrt(p)  # (b, i + 1)
             if layer.scheme == "alibi":
@@ -89,6 +90,75 @@ def test_attention_layer_matches_loops(scheme):
     x = torch.randn(2, 7, 16, dtype=torch.float64)
     torch.testing.assert_close(layer(x), reference_layer(layer, x))
     assert layer.attention_weights.shape == (2, 4, 7, 7)
+
+
+def test_rescaled_rope_matches_loops_and_restores():
+    torch.manual_seed(0)
+    model = lg.PositionModel("rope", num_hiddens=16, num_heads=2).double()
+    tokens = torch.randint(64, (2, 9))
+    trained = model(tokens)
+    for kwargs in ({"position_scale": 0.25}, {"base": 500.0}, {"base": 3e4, "position_scale": 0.5}):
+        lg.rescale_rope(model, **kwargs)
+        changed = model(tokens)
+        assert (changed - trained).abs().max() > 1e-3, kwargs
+        layer = model.layers[0]
+        x = torch.randn(2, 9, 16, dtype=torch.float64)
+        torch.testing.assert_close(layer(x), reference_layer(layer, x))
+    # Interpolating by 1/2 turns position 2m by the angle of m: a sequence's
+    # even positions then score like a sequence of half its length.
+    lg.rescale_rope(model, position_scale=0.5)
+    layer = model.layers[0]
+    x = torch.randn(1, 8, 16, dtype=torch.float64)
+    q = layer.W_q(x).reshape(1, 8, 2, 8).transpose(1, 2)
+    half = apply_rope(q[:, :, ::2], torch.arange(4))
+    scaled = apply_rope(q, torch.arange(8) * 0.5)[:, :, ::2]
+    torch.testing.assert_close(scaled, half)
+    lg.rescale_rope(model)
+    torch.testing.assert_close(model(tokens), trained, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda m: lg.rescale_rope(lg.PositionModel("alibi")), ValueError, "scheme 'rope'"),
+        (lambda m: lg.rescale_rope(m, base=1.0), ValueError, "base must be a finite number > 1"),
+        (lambda m: lg.rescale_rope(m, base="big"), TypeError, "base must be a real number"),
+        (lambda m: lg.rescale_rope(m, position_scale=0), ValueError, "position_scale"),
+        (
+            lambda m: lg.rescale_rope(m, position_scale=float("inf")),
+            ValueError,
+            "position_scale must be a finite number > 0, got inf",
+        ),
+        (lambda m: lg.rescale_rope("model"), TypeError, "model must be a PositionModel"),
+        (
+            lambda m: lg.accuracy_by_position(m, 16, (0, 8, 12)),
+            ValueError,
+            r"edges must be increasing integers from 0 to length=16, got \(0, 8, 12\)",
+        ),
+        (
+            lambda m: lg.accuracy_by_position(m, 16, (0, 8, 8, 16)),
+            ValueError,
+            "edges must be increasing",
+        ),
+    ],
+)
+def test_rescale_and_bands_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call(lg.PositionModel("rope"))
+
+
+@pytest.mark.parametrize("task", ["kback", "copy"])
+def test_accuracy_by_position_averages_to_the_accuracy(task):
+    model = lg.PositionModel("rope", seed=0)
+    lg.train_positions(model, task=task, steps=20, seed=0)
+    edges = (0, 5, 16, 30, 40)
+    bands = lg.accuracy_by_position(model, 40, edges, task=task, size=16)
+    batch = lg.TASKS[task](16, 40, seed=1040)
+    counts = [int(batch.scored[lo:hi].sum()) for lo, hi in zip(edges, edges[1:])]
+    mean = sum(a * c for a, c in zip(bands, counts) if c) / sum(counts)
+    assert mean == pytest.approx(lg.evaluate(model, (40,), task=task, size=16)[40])
+    if task == "copy":  # no scored query before L/2 = 20
+        assert math.isnan(bands[0]) and math.isnan(bands[1])
 
 
 def test_rope_and_alibi_layers_see_only_relative_positions():
@@ -161,6 +231,18 @@ def test_shipped_sweep_is_package_data_and_complete():
     for task in ("copy", "kback"):
         runs = {(r["scheme"], r["seed"]) for r in sweep[task]}
         assert runs == {(s, seed) for s in lg.SCHEMES for seed in seeds}
+    bands = sweep["settings"]["bands"]
+    assert all(len(r["by_position"]) == len(bands) - 1 for r in sweep["kback"])
+    rope = [r for r in sweep["copy"] if r["scheme"] == "rope"]
+    assert all(set(r["rescaled"]) == {"interpolation", "ntk"} for r in rope)
+    ablations = sweep["settings"]["ablations"]
+    runs = sorted(
+        (tuple(sorted((k, v) for k, v in r.items() if k in a)), r["seed"])
+        for a in ablations
+        for r in sweep["ablations"]
+        if all(r.get(k) == v for k, v in a.items())
+    )
+    assert runs == sorted((tuple(sorted(a.items())), seed) for a in ablations for seed in seeds)
 
 
 def test_sweep_ranges():

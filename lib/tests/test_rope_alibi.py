@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnbook.alibi import alibi_bias, alibi_slopes
-from attnbook.rope import apply_rope, rope_frequencies, rope_score
+from attnbook.rope import apply_rope, rope_angles, rope_frequencies, rope_score
 
 # ---------------------------------------------------------------- references
 
@@ -20,7 +20,7 @@ def complex_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
     multiplied by exp(1j * m * base^(-2i/d)); angles built one at a time in Python."""
     d = x.shape[-1]
     angles = torch.tensor(
-        [[int(m) * base ** (-2 * i / d) for i in range(d // 2)] for m in positions.tolist()],
+        [[float(m) * base ** (-2 * i / d) for i in range(d // 2)] for m in positions.tolist()],
         dtype=torch.float64,
     )  # (n, d/2)
     turn = torch.polar(torch.ones_like(angles), angles)  # (n, d/2) complex128
@@ -69,6 +69,36 @@ def test_apply_rope_low_precision_keeps_dtype():
     assert got.dtype == torch.bfloat16
     want = complex_rope(x.float(), positions).to(torch.bfloat16)
     torch.testing.assert_close(got, want, atol=2e-2, rtol=2e-2)
+
+
+def test_fractional_positions():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(2, 6, 16, dtype=torch.float64, generator=g)
+    positions = torch.tensor([0.0, 0.25, 1.5, 7.75, 31.0, 100.125], dtype=torch.float64)
+    torch.testing.assert_close(apply_rope(x, positions), complex_rope(x, positions))
+    # Half a position twice is one position; real integers equal integer positions.
+    half = torch.full((6,), 0.5)
+    torch.testing.assert_close(
+        apply_rope(apply_rope(x, half), half), apply_rope(x, torch.ones(6, dtype=torch.long))
+    )
+    torch.testing.assert_close(
+        apply_rope(x, torch.arange(6.0)), apply_rope(x, torch.arange(6)), rtol=0, atol=0
+    )
+
+
+def test_angle_dtype_float32_loses_precision_far_out():
+    # The same rotation with angles in float32: fine near 0, worse far out,
+    # as float32 rounds m * theta_0 to a few 1e-4 rad near m = 8000.
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 32, dtype=torch.float64, generator=g)
+    near, far = torch.arange(4), torch.arange(8000, 8004)
+    for positions, low, high in ((near, 0, 1e-6), (far, 1e-5, 1e-2)):
+        exact = apply_rope(x, positions)
+        err = (apply_rope(x, positions, angle_dtype=torch.float32) - exact).abs().max()
+        assert low <= err < high, (positions, err)
+    angles = rope_angles(far, 32, angle_dtype=torch.bfloat16)
+    assert angles.dtype == torch.bfloat16
+    assert (angles.double() - rope_angles(far, 32)).abs().max() > 1
 
 
 def test_position_zero_is_identity_and_norms_are_kept():
@@ -140,17 +170,45 @@ def test_frequencies():
         ),
         (
             torch.randn(3, 4),
-            torch.tensor([0.0, 1.0, 2.0]),
+            torch.tensor([True, False, True]),
             {},
             TypeError,
-            "positions must hold integers.*float32",
+            "positions must hold integers or real numbers.*bool",
+        ),
+        (
+            torch.randn(3, 4),
+            torch.tensor([0.0, float("nan"), 2.0]),
+            {},
+            ValueError,
+            "positions must be finite, got nan",
+        ),
+        (
+            torch.randn(3, 4),
+            torch.tensor([0.0, float("inf"), 2.0]),
+            {},
+            ValueError,
+            "positions must be finite, got inf",
+        ),
+        (
+            torch.randn(3, 4),
+            torch.tensor([0.0, -0.5, 2.0]),
+            {},
+            ValueError,
+            "positions must be >= 0, got -0.5",
+        ),
+        (
+            torch.randn(3, 4),
+            torch.arange(3),
+            {"angle_dtype": torch.int64},
+            TypeError,
+            "angle_dtype must be a floating-point torch.dtype, got torch.int64",
         ),
         (
             torch.randn(3, 4),
             [0, 1, 2],
             {},
             TypeError,
-            "positions must be a 1-D integer torch.Tensor",
+            "positions must be a 1-D torch.Tensor",
         ),
         (
             torch.randn(3, 4),

@@ -88,7 +88,7 @@ def dial_scores(shifts: Sequence[int], seed: int = 3) -> dict:
 
 _CURVE_NOTES = {
     "RoPE": "q = k, d = 64: score / d",
-    "ALiBi": "bias -m_h (i - j), 4 heads",
+    "ALiBi": "bias -s_c (i - j), 4 heads",
     "sinusoidal": "p_i \u00b7 p_j / (d/2), d = 64",
     "NoPE": "nothing depends on i - j",
 }
