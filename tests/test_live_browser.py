@@ -233,3 +233,21 @@ def test_built_page_runs_the_chapter_model_offline(browser):
         offline.close()
     assert offline.blocked == []
     assert offline.errors == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_fragment_passes_axe_with_a_note_shown(browser, fragment_page, scheme):
+    from tests.test_reading import blocking_violations
+
+    folder, _ = fragment_page
+    offline = Offline(browser, color_scheme=scheme, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(folder) as base:
+            page = offline.page
+            page.goto(f"{base}/index.html")
+            page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
+            assert type_into(page, "3 x 70 5")["noteShown"]
+            assert blocking_violations(page) == []
+    finally:
+        offline.close()
+    assert offline.errors == []
