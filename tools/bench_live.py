@@ -33,7 +33,7 @@ TYPE_JS = """async (rounds) => {
     const field = host.querySelector('input[type=text]');
     const out = host.querySelector('.attnbook-live-result');
     const text = field.value;
-    const times = [];
+    const times = [], compute = [], draw = [];
     for (let r = 0; r < rounds; r++) {
         for (let i = 0; i <= text.length; i++) {
             field.value = text.slice(0, i);
@@ -42,10 +42,12 @@ TYPE_JS = """async (rounds) => {
             host.getBoundingClientRect();
             for (const c of host.querySelectorAll('canvas, table')) c.getBoundingClientRect();
             times.push(performance.now() - start);
+            compute.push(Number(out.dataset.computeMs));
+            draw.push(Number(out.dataset.drawMs));
             await new Promise(requestAnimationFrame);
         }
     }
-    return {times, updates: Number(out.dataset.updates)};
+    return {times, compute, draw, updates: Number(out.dataset.updates)};
 }"""
 
 
@@ -81,6 +83,8 @@ def live_times(url: str, rounds: int = 3) -> dict:
         "median_ms": statistics.median(times),
         "worst_ms": times[-1],
         "keystrokes": len(times),
+        "compute_ms": statistics.median(measured["compute"]),
+        "draw_ms": statistics.median(measured["draw"]),
     }
 
 
@@ -95,7 +99,8 @@ def report(name: str, path: Path, base: str, root: Path) -> bool:
     print(
         f"{path.stem:<20} {name:<15} {weight / 1024:>6.0f} KiB   first result "
         f"{result['first_ms']:6.1f} ms   redraw median {result['median_ms']:5.2f} ms, "
-        f"worst {result['worst_ms']:5.2f} ms over {result['keystrokes']} keystrokes"
+        f"worst {result['worst_ms']:5.2f} ms over {result['keystrokes']} keystrokes "
+        f"(median forward {result['compute_ms']:.2f} ms, drawing {result['draw_ms']:.2f} ms)"
     )
     return ok
 
