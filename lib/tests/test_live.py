@@ -31,10 +31,11 @@ def test_shipped_weights_match_a_fresh_export_of_the_chapter_model():
     assert arch == fresh_arch
     stored = np.frombuffer(weights, dtype="<f2").astype(np.float64)
     now = np.frombuffer(fresh, dtype="<f2").astype(np.float64)
-    # Another CPU code path may move a float32 weight across a float16 rounding
-    # boundary: one unit in the last place of float16 (2**-10 relative) at most.
-    np.testing.assert_allclose(now, stored, rtol=2**-10, atol=2**-24)
-    assert (now == stored).mean() > 0.99
+    # Equal where the weights were exported; another CPU code path (make
+    # test-cpus: ATEN_CPU_CAPABILITY=default) trains the model a few float16
+    # steps apart: 2.6% of the weights differ, by at most 1e-3 (measured).
+    np.testing.assert_allclose(now, stored, rtol=2**-8, atol=2e-3)
+    assert (now == stored).mean() > 0.9
     assert heads == {"previous": [0, 1], "induction": [1, 0]}  # the chapter's heads (seed 0)
 
 
