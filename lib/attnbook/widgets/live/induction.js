@@ -210,10 +210,39 @@ export function render({ model, el }) {
     maps, strip, legend, status, result$);
   el.append(app);
 
+  // cells[i]: the four cells (position, token, prediction, probability) of
+  // position i; blockRows[b]: the four rows of block b.
+  let cells = [];
+  let blockRows = [];
+  function buildTable(maxLen) {
+    table.replaceChildren();
+    cells = [];
+    blockRows = [];
+    const cellStyle = "padding:0.1em 0.2em;border:1px solid #ccc;min-width:1.7em;outline-offset:-2px";
+    const names = ["position", "token", "predicts", "prob."];
+    for (let from = 0; from < maxLen; from += BLOCK) {
+      const rows = [];
+      for (let r = 0; r < 4; r++) {
+        const rowStyle = `${cellStyle};text-align:left;font-family:sans-serif${r === 0 && from > 0 ? ";border-top:0.6em solid transparent" : ""}`;
+        const tr = element("tr", {}, element("th", { scope: "row", style: rowStyle }, names[r]));
+        for (let i = from; i < Math.min(maxLen, from + BLOCK); i++) {
+          if (r === 0) cells.push([]);
+          const td = element("td", { style: cellStyle, hidden: true });
+          cells[i].push(td);
+          tr.append(td);
+        }
+        rows.push(tr);
+        table.append(tr);
+      }
+      blockRows.push(rows);
+    }
+  }
+
   function loadModel() {
     try {
       arch = model.get("arch");
       net = loadAttentionOnly(model.get("weights"), arch);
+      buildTable(arch.max_len);
       label.textContent = `Token ids (0 to ${arch.vocab - 1}, separated by spaces)`;
     } catch (error) {
       net = null;
@@ -274,29 +303,31 @@ export function render({ model, el }) {
       predictions.push(best);
       probabilities.push(p[best]);
     }
-    // The table, in blocks of BLOCK positions, so that it fits the column.
-    table.replaceChildren();
-    const cellStyle = "padding:0.1em 0.2em;border:1px solid #ccc;min-width:1.7em";
-    const names = ["position", "token", "predicts", "prob."];
-    for (let from = 0; from < n; from += BLOCK) {
-      const to = Math.min(n, from + BLOCK);
+    // The table, in blocks of BLOCK positions, so that it fits the column. Its
+    // cells are made once (buildTable) and only changed cells are written, so
+    // a keystroke restyles a few cells, not the whole table.
+    for (let i = 0; i < cells.length; i++) {
+      const column = cells[i];
+      const shown = i < n;
+      if (column[0].hidden === shown) for (const td of column) td.hidden = !shown;
+      if (!shown) continue;
+      const texts = [String(i), String(tokens[i]), String(predictions[i]), probabilities[i].toFixed(2).replace(/^0/, "")];
+      const mark = i + 1 < n ? (predictions[i] === tokens[i + 1] ? "right" : "wrong") : "";
       for (let r = 0; r < 4; r++) {
-        const rowStyle = `${cellStyle};text-align:left;font-family:sans-serif${r === 0 && from > 0 ? ";border-top:0.6em solid transparent" : ""}`;
-        const tr = element("tr", {}, element("th", { scope: "row", style: rowStyle }, names[r]));
-        for (let i = from; i < to; i++) {
-          let text;
-          let style = cellStyle;
-          if (r === 0) text = String(i);
-          else if (r === 1) text = String(tokens[i]);
-          else if (r === 2) {
-            text = String(predictions[i]);
-            if (i + 1 < n) style += predictions[i] === tokens[i + 1] ? ";background:#c7e9c0;color:#000" : ";background:#fde0dd;color:#000";
-          } else text = probabilities[i].toFixed(2).replace(/^0/, "");
-          if (i === query) style += ";outline:2px solid currentColor;outline-offset:-2px";
-          tr.append(element("td", { style }, text));
+        const td = column[r];
+        if (td.textContent !== texts[r]) td.textContent = texts[r];
+        const state = `${r === 2 ? mark : ""}${i === query ? " query" : ""}`;
+        if (td.dataset.state !== state) {
+          td.dataset.state = state;
+          td.style.background = r === 2 && mark ? (mark === "right" ? "#c7e9c0" : "#fde0dd") : "";
+          td.style.color = r === 2 && mark ? "#000" : "";
+          td.style.outline = i === query ? "2px solid currentColor" : "";
         }
-        table.append(tr);
       }
+    }
+    for (let b = 0; b < blockRows.length; b++) {
+      const shown = b * BLOCK < n;
+      for (const tr of blockRows[b]) if (tr.hidden === shown) tr.hidden = !shown;
     }
     // The announcement: what the query row shows.
     let text;
