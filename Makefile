@@ -96,9 +96,12 @@ lock: $(STAMP)
 	  rm -f "$$draft"; \
 	done
 
+# The live explorers' package files (attnbook/widgets/live: modules, weights).
+LIVE_FILES := $(wildcard $(addprefix lib/attnbook/widgets/live/*.,py js f16 json))
+
 # attnbook is reinstalled (non-editable) whenever lib/ changes.
 COLAB_LIB := $(COLAB_VENV)/.attnbook
-$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/*)
+$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* $(LIVE_FILES))
 	$(COLAB_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall ./lib
 	touch $(COLAB_LIB)
 
@@ -116,7 +119,7 @@ BUILD_BOOK := ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/jupyter-b
 # a change to the library would otherwise leave stale outputs (explorer
 # pictures, numbers) on the site; any change under lib/attnbook empties it.
 LIB_STAMP := _build/.attnbook-sources
-$(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/*)
+$(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* $(LIVE_FILES))
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build
 	touch $@
