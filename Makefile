@@ -194,7 +194,7 @@ check: test
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECK_PARTS)
 
 test-jupyter: $(STAMP)
-	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_jupyter.py
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_jupyter.py tests/test_live_jupyter.py
 
 # Strict nbval on every notebook, run as the book build runs them
 # (ATTNBOOK_STATIC=1: explorers in their website form, whose HTML alone is left
