@@ -27,7 +27,7 @@ PORT ?= 8000
 .PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
         test-notebooks test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
         readers-edition \
-        lm-checkpoint seq2seq-runs positions-sweep vit-sweep
+        lm-checkpoint seq2seq-runs positions-sweep vit-sweep live-weights test-live-js
 
 help:
 	@echo "make book       build the website into _build/html (strict)"
@@ -50,6 +50,8 @@ help:
 	@echo "make seq2seq-runs   retrain chapter 13's seed sweeps (lib/attnbook/seq2seq_data/runs.json)"
 	@echo "make positions-sweep  re-measure chapter 14's table (lib/attnbook/positions_data/sweep.json)"
 	@echo "make vit-sweep  retrain chapter 15's ViT over 8 seeds (lib/attnbook/vit_data/sweep.json)"
+	@echo "make live-weights  re-export chapter 11's live explorer weights and the JS test fixtures"
+	@echo "make test-live-js  the live explorers' JavaScript against PyTorch's fixtures (node --test)"
 
 # .venv holds exactly what the lock lists (tests/test_lock.py checks it): it is
 # made afresh whenever the lock changes, so nothing the lock dropped stays
@@ -94,9 +96,12 @@ lock: $(STAMP)
 	  rm -f "$$draft"; \
 	done
 
+# The live explorers' package files (attnbook/widgets/live: modules, weights).
+LIVE_FILES := $(wildcard $(addprefix lib/attnbook/widgets/live/*.,py js f16 json))
+
 # attnbook is reinstalled (non-editable) whenever lib/ changes.
 COLAB_LIB := $(COLAB_VENV)/.attnbook
-$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/*)
+$(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* $(LIVE_FILES))
 	$(COLAB_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall ./lib
 	touch $(COLAB_LIB)
 
@@ -114,7 +119,7 @@ BUILD_BOOK := ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/jupyter-b
 # a change to the library would otherwise leave stale outputs (explorer
 # pictures, numbers) on the site; any change under lib/attnbook empties it.
 LIB_STAMP := _build/.attnbook-sources
-$(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/*)
+$(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* $(LIVE_FILES))
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build
 	touch $@
@@ -141,7 +146,7 @@ site: pdf
 # (what .ci/run runs): `make test`, then the widget tests under ipywidgets
 # 7.7.1 (Colab's), the browser suites, the real JupyterLab, the PDF, the
 # Colab-like run and nbval on other CPU code paths.
-TEST_PARTS := test-book lint test-lib
+TEST_PARTS := test-book lint test-lib test-live-js
 ifeq ($(NB),)
 test: $(STAMP) $(KERNEL_PROFILE)
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_PARTS)
@@ -159,10 +164,17 @@ lint: $(STAMP)
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q -n 2 lib/tests
 
+# The live explorers' JavaScript (runtime and forward passes) against fixtures
+# exported from PyTorch: Node's own test runner, no npm package (a second or two).
+NODE ?= node
+test-live-js:
+	$(NODE) --test tests/live/
+
 # The website built from nbval's run (test-notebooks), then its checks that
 # need no browser (links, alt text, sizes, notebook hygiene); the browser
 # suites are `make test-browser`.
-BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.py
+BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.py \
+  tests/test_live_browser.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests \
@@ -182,7 +194,7 @@ check: test
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECK_PARTS)
 
 test-jupyter: $(STAMP)
-	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_jupyter.py
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_jupyter.py tests/test_live_jupyter.py
 
 # Strict nbval on every notebook, run as the book build runs them
 # (ATTNBOOK_STATIC=1: explorers in their website form, whose HTML alone is left
@@ -215,7 +227,7 @@ test-cpus: $(STAMP) $(KERNEL_PROFILE)
 	if [ -n "$$failed" ]; then printf "== strict nbval failed with:$$failed\n"; exit 1; fi
 
 test-widgets-ipyw7: colab-env
-	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py
+	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py lib/tests/test_live.py
 
 # Colab opens the reader's edition, so that is what runs here.
 colab: colab-env
@@ -257,6 +269,12 @@ positions-sweep: $(STAMP)
 # of CPU); the notebook re-runs seed 0 and checks it against the record.
 vit-sweep: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/vit_sweep.py
+
+# Chapter 11's live explorer: its model's float16 weights (trained as the
+# chapter trains it, a few seconds on one thread) and the fixtures of the
+# JavaScript tests, computed by PyTorch on those weights.
+live-weights: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py weights fixtures
 
 bench: $(STAMP) book
 	$(BIN)/python -m tools.bench

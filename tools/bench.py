@@ -15,7 +15,9 @@ encoding the fragments used until the frame economy), and the fragment's size
 weight (HTML with its frames, plus its figures; budget: 1 MiB) and the time a
 control's event takes to swap the picture in headless Chromium: median,
 95th percentile and largest over every stop of every control, after MathJax has
-typeset the page (budget: 95% within one animation frame, 16.7 ms).
+typeset the page (budget: 95% within one animation frame, 16.7 ms). For each
+page with a live explorer (tools/bench_live.py) it prints the page weight, the
+time to the first result and the median and worst redraw per keystroke.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from attnbook import lm, widgets
 from attnbook.training import RecallAttention, train_recall
 from attnbook.widgets._core import encode_png
 
+from . import bench_live
 from .browser import NoBrowserError, find_chromium, launch
 from .site import SITE, page_weight, serve
 
@@ -334,6 +337,21 @@ def main() -> int:
             f"swap median {swap:5.2f} ms, 95% {p95:5.2f} ms, max {worst:5.2f} ms"
         )
     print(f"budgets: page <= {SIZE_BUDGET // 1024} KiB, 95% of swaps <= {FRAME_BUDGET_MS:.1f} ms")
+
+    # The live explorers (tools/bench_live.py): the model runs in the page.
+    print("\nLive explorers (page weight; first result after the page is interactive; redraw)")
+    for page, name in bench_live.LIVE_PAGES.items():
+        path = SITE / "book" / f"{page}.html"
+        if not path.exists():
+            print(f"{page}: not built (run `make book`)")
+            ok = False
+            continue
+        with serve(SITE) as base:
+            ok &= bench_live.report(name, path, base, SITE)
+    print(
+        f"budgets: page <= {SIZE_BUDGET // 1024} KiB, first result <= "
+        f"{bench_live.FIRST_BUDGET_MS:g} ms, worst redraw <= {FRAME_BUDGET_MS:.1f} ms"
+    )
     tiled_against_sdpa()
     print("\nall budgets met" if ok else "\nBUDGET MISSED")
     return 0 if ok else 1

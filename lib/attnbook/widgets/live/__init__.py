@@ -1,0 +1,35 @@
+"""Live explorers: the book's trained models run in the reader's browser.
+
+Each explorer is an ES module in the anywidget format (``export default
+{ render }``) beside this file, plus the shared runtime ``runtime.js`` (the
+few operations the models need) and ``shim.js`` (the website's stand-in for a
+widget model). No bundler and no build step: :func:`module_source` joins the
+runtime and an explorer into one module by dropping the explorer's one
+``import ... from "./runtime.js"`` line.
+
+* In Jupyter, JupyterLab and Colab an explorer is an ``anywidget.AnyWidget``
+  whose traitlets carry the weights (float16 bytes), the architecture and the
+  input; the reader's own trained model can be handed to it.
+* On the website (``ATTNBOOK_STATIC=1``) it emits a self-contained fragment:
+  the same module, the shim and the weights inline (see
+  :mod:`attnbook.widgets.live.induction` for why inline), and a PNG of the
+  default input drawn by Python, which is what shows without JavaScript, on
+  GitHub, in nbval's stored outputs and in the PDF.
+"""
+
+from __future__ import annotations
+
+from ._pack import find_heads, pack_attention_only, unpack_attention_only
+from ._source import module_source, read_source
+from .induction import InductionLive, induction_live, load_chapter_weights
+
+__all__ = [
+    "InductionLive",
+    "find_heads",
+    "induction_live",
+    "load_chapter_weights",
+    "module_source",
+    "pack_attention_only",
+    "read_source",
+    "unpack_attention_only",
+]

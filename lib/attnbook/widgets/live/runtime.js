@@ -1,0 +1,195 @@
+// The shared runtime of the book's live explorers: the few operations their
+// models need, in plain JavaScript (no bundler, no dependency, no network).
+// Every array is a flat Float64Array in row-major order; a matrix of n rows
+// and m columns is (data, n, m). PyTorch's float32 results are matched to
+// about 1e-6 (tests/live/*.test.mjs checks the fixtures exported from PyTorch).
+// An explorer module imports what it needs with one line,
+//   import { ... } from the runtime module (this file);
+// which attnbook.widgets.live stitches into a single module for the page.
+
+// PyTorch's default eps of nn.LayerNorm.
+export const LAYER_NORM_EPS = 1e-5;
+
+// IEEE half precision (float16) to a JavaScript number.
+export function float16ToNumber(bits) {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exponent = (bits >> 10) & 0x1f;
+  const fraction = bits & 0x3ff;
+  if (exponent === 0) return sign * fraction * 2 ** -24; // subnormal (and zero)
+  if (exponent === 31) return fraction ? NaN : sign * Infinity;
+  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
+}
+
+// Little-endian float16 bytes (a Uint8Array) to a Float64Array.
+export function decodeFloat16(bytes, offset = 0, count = (bytes.length - offset) >> 1) {
+  if (offset + 2 * count > bytes.length) {
+    throw new RangeError(`decodeFloat16: ${count} values from byte ${offset} overrun ${bytes.length} bytes`);
+  }
+  const out = new Float64Array(count);
+  for (let i = 0; i < count; i++) {
+    const at = offset + 2 * i;
+    out[i] = float16ToNumber(bytes[at] | (bytes[at + 1] << 8));
+  }
+  return out;
+}
+
+// Anything a widget model may hand over for a Bytes traitlet (a DataView under
+// ipywidgets 7 and 8, an ArrayBuffer, a typed array, or base64 text) as a Uint8Array.
+export function asBytes(value) {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (typeof value === "string") {
+    const text = atob(value);
+    const out = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+    return out;
+  }
+  throw new TypeError(`weights must be bytes, got ${Object.prototype.toString.call(value)}`);
+}
+
+// The named tensors of packed float16 weights: arch.tensors lists [name, shape]
+// in the order of the bytes (attnbook.widgets.live._pack).
+export function unpack(bytes, tensors) {
+  const out = {};
+  let offset = 0;
+  for (const [name, shape] of tensors) {
+    const size = shape.reduce((a, b) => a * b, 1);
+    out[name] = { data: decodeFloat16(bytes, offset, size), shape };
+    offset += 2 * size;
+  }
+  if (offset !== bytes.length) {
+    throw new RangeError(`unpack: the tensors take ${offset} bytes, the weights hold ${bytes.length}`);
+  }
+  return out;
+}
+
+// Rows `ids` of a (rows, width) table: (ids.length, width).
+export function embedding(table, width, ids) {
+  const out = new Float64Array(ids.length * width);
+  for (let i = 0; i < ids.length; i++) {
+    const row = ids[i] * width;
+    if (!(row >= 0 && row + width <= table.length)) throw new RangeError(`embedding: id ${ids[i]} is outside the table`);
+    out.set(table.subarray(row, row + width), i * width);
+  }
+  return out;
+}
+
+// x (n, inF) times weight (outF, inF) transposed, plus bias (outF) if given:
+// PyTorch's nn.Linear layout.
+export function linear(x, n, inF, weight, outF, bias = null) {
+  const out = new Float64Array(n * outF);
+  for (let i = 0; i < n; i++) {
+    const xi = i * inF;
+    for (let o = 0; o < outF; o++) {
+      const wo = o * inF;
+      let sum = bias ? bias[o] : 0;
+      for (let k = 0; k < inF; k++) sum += x[xi + k] * weight[wo + k];
+      out[i * outF + o] = sum;
+    }
+  }
+  return out;
+}
+
+// a + b, elementwise, into a new array.
+export function add(a, b) {
+  if (a.length !== b.length) throw new RangeError(`add: lengths ${a.length} and ${b.length} differ`);
+  const out = new Float64Array(a.length);
+  for (let i = 0; i < a.length; i++) out[i] = a[i] + b[i];
+  return out;
+}
+
+// Layer normalisation of each row of x (n, width), biased variance as in
+// PyTorch, then gamma and beta (either may be null).
+export function layerNorm(x, n, width, gamma = null, beta = null, eps = LAYER_NORM_EPS) {
+  const out = new Float64Array(n * width);
+  for (let i = 0; i < n; i++) {
+    const row = i * width;
+    let mean = 0;
+    for (let k = 0; k < width; k++) mean += x[row + k];
+    mean /= width;
+    let variance = 0;
+    for (let k = 0; k < width; k++) variance += (x[row + k] - mean) ** 2;
+    variance /= width;
+    const scale = 1 / Math.sqrt(variance + eps);
+    for (let k = 0; k < width; k++) {
+      let value = (x[row + k] - mean) * scale;
+      if (gamma) value *= gamma[k];
+      if (beta) value += beta[k];
+      out[row + k] = value;
+    }
+  }
+  return out;
+}
+
+// Softmax of each row of scores (n, m) over the keys where allowed(i, j) is
+// true (all when allowed is null); masked entries get weight 0. A row with no
+// allowed key is all 0 (PyTorch would give NaN; no explorer asks for one).
+export function maskedSoftmax(scores, n, m, allowed = null) {
+  const out = new Float64Array(n * m);
+  for (let i = 0; i < n; i++) {
+    const row = i * m;
+    let max = -Infinity;
+    for (let j = 0; j < m; j++) if ((!allowed || allowed(i, j)) && scores[row + j] > max) max = scores[row + j];
+    if (max === -Infinity) continue;
+    let sum = 0;
+    for (let j = 0; j < m; j++) {
+      if (allowed && !allowed(i, j)) continue;
+      const e = Math.exp(scores[row + j] - max);
+      out[row + j] = e;
+      sum += e;
+    }
+    for (let j = 0; j < m; j++) out[row + j] /= sum;
+  }
+  return out;
+}
+
+// The causal mask: query i sees keys 0..i.
+export const causal = (i, j) => j <= i;
+
+// Multi-head self-attention with PyTorch's head layout (attnbook.multihead):
+// head h uses features h*size .. (h+1)*size-1 of the projected queries, keys
+// and values. x (n, width); W_q, W_k, W_v, W_o (width, width), no bias.
+// Returns {out: (n, width), weights: [per head (n, n)]}.
+export function selfAttention(x, n, width, heads, W, allowed = null) {
+  const size = width / heads;
+  const q = linear(x, n, width, W.q, width);
+  const k = linear(x, n, width, W.k, width);
+  const v = linear(x, n, width, W.v, width);
+  const scale = 1 / Math.sqrt(size);
+  const mixed = new Float64Array(n * width);
+  const weights = [];
+  for (let h = 0; h < heads; h++) {
+    const first = h * size;
+    const scores = new Float64Array(n * n);
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < n; j++) {
+        let dot = 0;
+        for (let d = 0; d < size; d++) dot += q[i * width + first + d] * k[j * width + first + d];
+        scores[i * n + j] = dot * scale;
+      }
+    }
+    const w = maskedSoftmax(scores, n, n, allowed);
+    weights.push(w);
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < n; j++) {
+        const a = w[i * n + j];
+        if (a === 0) continue;
+        for (let d = 0; d < size; d++) mixed[i * width + first + d] += a * v[j * width + first + d];
+      }
+    }
+  }
+  return { out: linear(mixed, n, width, W.o, width), weights };
+}
+
+// Softmax of one vector (probabilities of the next token).
+export function softmax(values) {
+  return maskedSoftmax(values, 1, values.length);
+}
+
+// Index of the largest value (the first one on ties, like torch.argmax on CPU).
+export function argmax(values, from = 0, to = values.length) {
+  let best = from;
+  for (let i = from + 1; i < to; i++) if (values[i] > values[best]) best = i;
+  return best - from;
+}

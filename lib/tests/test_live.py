@@ -1,0 +1,161 @@
+"""Tests of the live explorers' Python side (attnbook.widgets.live).
+
+The JavaScript forward pass is checked against PyTorch by `node --test
+tests/live/` (make test-live-js) and in headless Chromium by
+tests/test_live_browser.py. `make test-widgets-ipyw7` runs this file again
+under ipywidgets 7.7.1 (.venv-colab).
+"""
+
+import base64
+import json
+import re
+
+import ipywidgets
+import numpy as np
+import pytest
+import torch
+
+from attnbook import widgets
+from attnbook.induction import AttentionOnlyTransformer
+from attnbook.widgets import live
+from attnbook.widgets.live import _pack
+from attnbook.widgets.live.induction import load_chapter_weights, parse_tokens, run
+
+
+def test_shipped_weights_match_a_fresh_export_of_the_chapter_model():
+    """induction.f16 is chapter 11's model (make live-weights), trained again here."""
+    weights, arch = load_chapter_weights()
+    fresh, fresh_arch = _pack.pack_attention_only(_pack.chapter_model())
+    heads = arch.pop("heads")
+    arch.pop("source")
+    assert arch == fresh_arch
+    stored = np.frombuffer(weights, dtype="<f2").astype(np.float64)
+    now = np.frombuffer(fresh, dtype="<f2").astype(np.float64)
+    # Equal where the weights were exported; another CPU code path (make
+    # test-cpus: ATEN_CPU_CAPABILITY=default) trains the model a few float16
+    # steps apart: 2.6% of the weights differ, by at most 1e-3 (measured).
+    np.testing.assert_allclose(now, stored, rtol=2**-8, atol=2e-3)
+    assert (now == stored).mean() > 0.9
+    assert heads == {"previous": [0, 1], "induction": [1, 0]}  # the chapter's heads (seed 0)
+
+
+def test_pack_and_unpack_round_trip_to_float16():
+    model = AttentionOnlyTransformer(vocab=10, num_hiddens=8, num_heads=2, max_len=6, seed=3)
+    weights, arch = _pack.pack_attention_only(model)
+    assert len(weights) == 2 * sum(p.numel() for p in model.parameters())
+    back = _pack.unpack_attention_only(weights, arch)
+    for (name, a), (_, b) in zip(model.named_parameters(), back.named_parameters()):
+        assert torch.equal(a.detach().half().float(), b.detach()), name
+    with pytest.raises(
+        ValueError, match=r"weights must hold 720 float16 values for this arch, got 719"
+    ):
+        _pack.unpack_attention_only(weights[:-2], arch)
+
+
+def test_pack_refuses_other_models_and_unrepresentable_weights():
+    with pytest.raises(TypeError, match="model must be an attnbook.induction"):
+        _pack.pack_attention_only(torch.nn.Linear(2, 2))
+    model = AttentionOnlyTransformer(vocab=4, num_hiddens=4, num_heads=1, max_len=3)
+    with torch.no_grad():
+        model.embed.weight[0, 0] = 1e6
+    with pytest.raises(ValueError, match="embed exceeds the float16 range"):
+        _pack.pack_attention_only(model)
+    with torch.no_grad():
+        model.embed.weight[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="embed holds a NaN"):
+        _pack.pack_attention_only(model)
+    with pytest.raises(TypeError, match="model must be an attnbook.induction"):
+        widgets.live.induction_live("a model")
+    with pytest.raises(TypeError, match="text must be a string"):
+        live.InductionLive(text=[1, 2])
+
+
+def test_parse_tokens_reads_like_the_page():
+    assert parse_tokens("3, 5;7  9", 64, 40) == {
+        "tokens": [3, 5, 7, 9],
+        "unknown": [],
+        "dropped": 0,
+    }
+    assert parse_tokens("3 x 64 -1 2.5 63", 64, 40)["unknown"] == ["x", "64", "-1", "2.5"]
+    assert parse_tokens("1 2 3", 64, 2) == {"tokens": [1, 2], "unknown": [], "dropped": 1}
+    assert parse_tokens("   ", 64, 40)["tokens"] == []
+
+
+def test_module_source_joins_runtime_and_explorer():
+    source = live.module_source("induction", shim=True)
+    assert "./runtime.js" not in source
+    assert len(re.findall(r"^export default", source, re.MULTILINE)) == 1
+    assert "export function localModel" in source and "export function linear" in source
+    assert "</script" not in source.lower()
+    # Nothing from the network: no URL, no import left (comments aside).
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
+    assert not re.search(r"https?://|\bimport\s*[({]|\bimport\s+\w", code)
+
+
+def test_widget_carries_weights_arch_heads_and_text():
+    widget = live.induction_live(text="1 2 3 1 2")
+    assert isinstance(widget, ipywidgets.DOMWidget)
+    weights, arch = load_chapter_weights()
+    assert widget.weights == weights and widget.heads == arch.pop("heads")
+    assert widget.arch["num_layers"] == 2 and widget.text == "1 2 3 1 2"
+    state = widget.get_state()
+    assert {"weights", "arch", "heads", "text", "_esm"} <= set(state)
+    assert repr(widget) == "InductionLive(layers=2, heads=2, width=64, vocab=64, 5 tokens)"
+    data, _ = widget._repr_mimebundle_()
+    assert data["text/plain"] == repr(widget)
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == widget.model_id
+    assert base64.b64decode(data["image/png"])[:4] == b"\x89PNG"
+
+
+def test_a_model_the_reader_trains_can_be_handed_over():
+    model = AttentionOnlyTransformer(num_layers=1, seed=2)
+    widget = live.induction_live(model, text="4 5 6 4 5")
+    assert widget.arch["num_layers"] == 1
+    assert widget.heads["previous"][0] == 0 and widget.heads["induction"][0] == 0
+    tokens, logits, attention = widget.forward()
+    with torch.no_grad():
+        expected = model(torch.tensor([tokens]))[0]
+    assert (logits - expected).abs().max() < 0.05  # float16 weights
+    widget.set_model(AttentionOnlyTransformer(seed=5))
+    assert widget.arch["num_layers"] == 2
+
+
+def test_alt_text_and_summary_describe_the_numbers():
+    widget = live.induction_live(text="7 21 3 44 9 30 7 21 3 44")
+    tokens, logits, attention = widget.forward()
+    sentence = widget.alt_text(query=7)
+    assert sentence.startswith("Position 7 holds token 21.")
+    assert f"predicts token {int(logits[7].argmax())} next" in sentence
+    summary = widget.summary()
+    assert "sequence of 10 tokens" in summary and "At the 4 positions" in summary
+    with pytest.raises(ValueError, match="no token id"):
+        live.induction_live(text="x y").png()
+    assert "nothing to show" in live.induction_live(text="").alt_text()
+
+
+def test_static_fragment_is_self_contained(monkeypatch):
+    widget = live.induction_live()
+    monkeypatch.setenv(widgets.STATIC_ENV, "1")
+    data, metadata = widget._repr_mimebundle_()
+    assert metadata == {"text/html": {widgets.STATIC_MARKER: True}}
+    fragment = data["text/html"]
+    assert fragment.startswith('<div class="attnbook-live-host"')
+    assert 'class="attnbook-explorer"' not in fragment  # not a frame explorer
+    assert len(fragment.encode()) < 300 * 1024
+    assert not re.search(r'(src|href)="(?!data:)', fragment)  # nothing fetched
+    start = fragment.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
+    state = json.loads(fragment[start : fragment.index("</script>", start)])
+    assert base64.b64decode(state["weights"]) == widget.weights
+    assert state["text"] == widget.text and state["heads"] == widget.heads
+    alt = re.search(
+        r'class="attnbook-live-fallback" src="data:image/png;base64,[^"]+" alt="([^"]+)"', fragment
+    )
+    assert alt and len(alt[1]) > 100
+
+
+def test_run_matches_the_model_on_float16_weights():
+    weights, arch = load_chapter_weights()
+    arch.pop("heads")
+    logits, attention = run(weights, arch, [1, 2, 3])
+    assert logits.shape == (3, 64) and len(attention) == 2 and attention[0].shape == (2, 3, 3)
+    assert torch.allclose(attention[1].sum(-1), torch.ones(2, 3))

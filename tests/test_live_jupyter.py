@@ -1,0 +1,57 @@
+"""`make test-jupyter`: chapter 11's live explorer in a real JupyterLab (anywidget).
+
+A throwaway JupyterLab (tools/jupyter_lab.py) runs a two-cell notebook that
+shows the explorer over the shipped chapter model; headless Chromium types a
+sequence into it and reads the numbers the page computed, which must equal
+PyTorch's on the same weights (tests/test_live_browser.py's check). No widget
+error, no console error, no request to another host.
+"""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from attnbook.widgets.live import load_chapter_weights
+from tests.test_live_browser import TYPED, check_against_pytorch, type_into
+from tools.browser import Offline, chromium
+from tools.jupyter_lab import LabNotebook, lab_server
+
+
+@pytest.fixture(scope="module")
+def lab():
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("from attnbook.widgets.live import induction_live"),
+            nbformat.v4.new_code_cell('induction_live(text="1 2 3 1 2")'),
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
+    with (
+        chromium() as browser,
+        lab_server(
+            [], extra={"live.ipynb": notebook}, disabled_extensions=("jupyterlab-myst",)
+        ) as (base, _),
+    ):
+        yield base, browser
+
+
+def test_live_explorer_answers_typed_input_in_jupyterlab(lab):
+    base, browser = lab
+    weights, arch = load_chapter_weights()
+    heads = arch.pop("heads")
+    arch.pop("source")
+    with Offline(browser, viewport={"width": 1400, "height": 1000}) as offline:
+        notebook = LabNotebook(offline, base, "live.ipynb")
+        notebook.run_all()
+        page = offline.page
+        page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
+        assert notebook.widget_errors() == [] and notebook.cell_errors() == []
+        shown = type_into(page, TYPED)
+        assert shown["tokens"] == [int(t) for t in TYPED.split()]
+        check_against_pytorch(shown, weights, arch, heads)
+        shown = type_into(page, "5 x 99")
+        assert shown["tokens"] == [5] and shown["noteShown"]
+        assert notebook.widget_errors() == []
+    assert offline.blocked == [], f"requests to other hosts: {offline.blocked}"
+    assert offline.errors == [], f"console errors: {offline.errors}"
