@@ -19,6 +19,11 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "alibi_slopes",
+    "alibi_bias",
+]
+
 
 def _power_of_two_slopes(count: int) -> list[float]:
     """2^(-8(c+1)/count) for heads c = 0 .. count - 1."""

@@ -33,6 +33,28 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "FORMATS",
+    "MONTHS",
+    "WEEKDAYS",
+    "FIRST_DATE",
+    "LAST_DATE",
+    "PAD",
+    "START",
+    "TARGET_LENGTH",
+    "format_date",
+    "parse_numeric_year",
+    "Vocab",
+    "SOURCE_VOCAB",
+    "TARGET_VOCAB",
+    "Seq2SeqBatch",
+    "encode_dates",
+    "DateTask",
+    "reversal_batch",
+    "field_spans",
+    "alignment_summary",
+]
+
 FORMATS = ("long", "short", "numeric", "weekday")
 MONTHS = (
     "January", "February", "March", "April", "May", "June",

@@ -31,6 +31,12 @@ from .multihead import MultiHeadAttention
 from .norms import LayerNorm
 from .transformer import PositionWiseFFN, TransformerBlock
 
+__all__ = [
+    "causal_lens",
+    "TransformerDecoderLayer",
+    "TransformerSeq2Seq",
+]
+
 
 def causal_lens(batch: int, m: int, device=None) -> torch.Tensor:
     """(batch, m) valid lengths of a causal mask: query i may see keys 0..i, so i + 1."""

@@ -23,6 +23,17 @@ from torch import nn
 from . import _validate
 from .patches import patchify, unpatchify
 
+__all__ = [
+    "cls_attention",
+    "attention_rollout",
+    "occlusion_scores",
+    "ink_scores",
+    "spearman",
+    "METHODS",
+    "explanation_scores",
+    "agreement",
+]
+
 
 def _stack(weights: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
     """Weights as one (layers, batch, heads, n, n) tensor."""

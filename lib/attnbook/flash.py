@@ -37,6 +37,20 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import _validate
 from .masking import masked_softmax
 
+__all__ = [
+    "online_softmax",
+    "online_normalizer",
+    "tiled_attention",
+    "flash_attention",
+    "naive_attention",
+    "naive_attention_bytes",
+    "TileStep",
+    "tile_trace",
+    "MemoryReport",
+    "peak_memory",
+    "peak_training_memory",
+]
+
 
 def _block_size(value: object) -> int:
     return _validate.positive_int("block_size", value)

@@ -31,6 +31,25 @@ from torch.nn import functional as F
 
 from . import _validate
 
+__all__ = [
+    "RepeatBatch",
+    "make_repeat_batch",
+    "causal_mask",
+    "CausalAttentionLayer",
+    "AttentionOnlyTransformer",
+    "copy_accuracy",
+    "previous_token_score",
+    "induction_targets",
+    "induction_score",
+    "head_scores",
+    "qk_circuit",
+    "head_output",
+    "ov_circuit",
+    "InductionLog",
+    "train_induction",
+    "ablation_table",
+]
+
 
 def _generator(name: str, value: object) -> torch.Generator:
     if isinstance(value, torch.Generator):

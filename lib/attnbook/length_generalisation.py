@@ -35,6 +35,25 @@ from .alibi import alibi_bias
 from .positional import sinusoidal_encoding
 from .rope import apply_rope
 
+__all__ = [
+    "SCHEMES",
+    "SCHEME_NAMES",
+    "TaskBatch",
+    "make_copy_batch",
+    "make_kback_batch",
+    "TASKS",
+    "SWEEP_FILE",
+    "PositionAttention",
+    "PositionModel",
+    "task_accuracy",
+    "evaluate",
+    "copy_head_score",
+    "TrainLog",
+    "train_positions",
+    "load_sweep",
+    "sweep_ranges",
+]
+
 SCHEMES = ("nope", "sinusoidal", "learned", "rope", "alibi")
 SCHEME_NAMES = {
     "nope": "NoPE",

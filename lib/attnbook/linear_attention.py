@@ -37,6 +37,14 @@ from torch import nn
 from . import _validate
 from .flash import _check_qkv, _flag
 
+__all__ = [
+    "elu_feature_map",
+    "token_shift",
+    "linear_attention_weights",
+    "linear_attention",
+    "LinearSelfAttention",
+]
+
 
 def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     """phi(x) = elu(x) + 1, elementwise: x + 1 for x > 0, exp(x) otherwise; always > 0."""

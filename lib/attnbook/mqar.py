@@ -34,6 +34,20 @@ from . import _validate
 from .linear_attention import LinearSelfAttention, token_shift
 from .multihead import MultiHeadAttention
 
+__all__ = [
+    "IGNORE",
+    "ATTENTION_KINDS",
+    "MQARBatch",
+    "make_mqar_batch",
+    "guessing_accuracy",
+    "recall_accuracy",
+    "CausalSoftmaxAttention",
+    "PreLNBlock",
+    "RecallLM",
+    "MQARLog",
+    "train_mqar",
+]
+
 IGNORE = -100  # target of the positions that are not graded (cross_entropy's ignore_index)
 ATTENTION_KINDS = ("softmax", "linear")
 

@@ -24,6 +24,10 @@ from . import _validate
 from .masking import _check_lengths
 from .scoring import DotProductAttention, _check_qkv
 
+__all__ = [
+    "MultiHeadAttention",
+]
+
 
 class MultiHeadAttention(nn.Module):
     """Multi-head scaled dot-product attention.

@@ -15,6 +15,15 @@ from torch import nn
 from . import _validate
 from .kernels import gaussian, get_kernel
 
+__all__ = [
+    "average_pooling",
+    "nadaraya_watson",
+    "loo_cv_error",
+    "leave_one_out",
+    "NWKernelRegression",
+    "train_nw",
+]
+
 
 def _pair(x_train: object, y_train: object) -> tuple[torch.Tensor, torch.Tensor]:
     x_train = _validate.as_float_tensor("x_train", x_train, ndim=1)

@@ -24,6 +24,13 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "rope_frequencies",
+    "rope_angles",
+    "apply_rope",
+    "rope_score",
+]
+
 
 def _positions(positions: object, n: int | None = None) -> torch.Tensor:
     """Check a 1-D tensor of integer positions >= 0 (and of length n, if given)."""

@@ -30,6 +30,16 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "check_top_k",
+    "check_top_p",
+    "top_k_filter",
+    "top_p_filter",
+    "next_token_probs",
+    "draw",
+    "draw_margin",
+]
+
 
 def check_top_k(top_k: object) -> int | None:
     """``top_k`` as an int >= 1, or None (keep every token)."""

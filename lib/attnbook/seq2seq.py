@@ -43,6 +43,26 @@ from . import _validate
 from .dates import Seq2SeqBatch
 from .masking import masked_softmax
 
+__all__ = [
+    "GRUEncoder",
+    "AdditiveCrossAttention",
+    "GRUSeq2Seq",
+    "Seq2SeqLog",
+    "evaluate",
+    "train_seq2seq",
+    "date_model",
+    "train_dates",
+    "train_reversal",
+    "anti_diagonal",
+    "DATE_RECORD",
+    "NO_ATTENTION_RECORD",
+    "TRANSFORMER_RECORD",
+    "PROBE_INDICES",
+    "figure_probe",
+    "reversal_test",
+    "load_runs",
+]
+
 
 def _check_source(source: object, source_lens: object) -> tuple[torch.Tensor, torch.Tensor]:
     source = _validate.tensor("source", source, ndim=2)

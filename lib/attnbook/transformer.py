@@ -36,6 +36,12 @@ from . import _validate
 from .multihead import MultiHeadAttention
 from .norms import LayerNorm
 
+__all__ = [
+    "PositionWiseFFN",
+    "TransformerBlock",
+    "gradient_norms_at_init",
+]
+
 
 class PositionWiseFFN(nn.Module):
     """Two linear maps with a ReLU between, applied to every position on its own.

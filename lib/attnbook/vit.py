@@ -25,6 +25,14 @@ from .norms import LayerNorm
 from .patches import patchify
 from .transformer import TransformerBlock
 
+__all__ = [
+    "TinyViT",
+    "build_vit",
+    "train_vit",
+    "predict_proba",
+    "accuracy",
+]
+
 
 class TinyViT(nn.Module):
     """A Vision Transformer: patch embedding, [CLS], learned positions, pre-LN blocks.

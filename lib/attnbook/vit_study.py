@@ -19,6 +19,16 @@ from .digits import DigitsSplit
 from .explain import agreement, explanation_scores
 from .vit import TinyViT, accuracy, build_vit, train_vit
 
+__all__ = [
+    "SETTING",
+    "NUM_EXPLAINED",
+    "MLP_SIZES",
+    "run_seed",
+    "baselines",
+    "load_sweep",
+    "records_agree",
+]
+
 SETTING = {"epochs": 40, "batch_size": 64, "lr": 3e-3, "weight_decay": 0.05}
 NUM_EXPLAINED = 100
 MLP_SIZES = (64, 128)
