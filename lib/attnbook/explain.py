@@ -110,12 +110,15 @@ def occlusion_scores(
     filled); it is negative where hiding the patch makes the true class more
     probable. The model runs in eval mode on every occluded copy.
     """
+    _validate.module("model", model, nn.Module)
     _validate.tensor("images", images, ndim=4, floating=True)
     _validate.tensor("labels", labels, ndim=1)
     if len(images) != len(labels):
         raise ValueError(
             f"images and labels must hold as many examples, got {len(images)} and {len(labels)}"
         )
+    _check_labels(model, labels)
+    fill = _validate.finite_number("fill", fill)
     model.eval()
     b, C, H, W = images.shape
     patches = patchify(images, patch_size)  # (b, P, C p p)
@@ -129,8 +132,15 @@ def occlusion_scores(
     return base - hidden
 
 
+def _check_labels(model: nn.Module, labels: torch.Tensor) -> None:
+    """Labels must be integer class ids the model can score."""
+    classes = getattr(getattr(model, "head", None), "out_features", None)
+    _validate.ids("labels", labels, upper=classes if isinstance(classes, int) else 2**62)
+
+
 def ink_scores(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     """The ink in each patch: images (batch, C, H, W) -> the sum of each patch's pixels (batch, patches)."""
+    _validate.tensor("images", images, ndim=4, floating=True)
     return patchify(images, patch_size).sum(dim=-1)
 
 
@@ -148,8 +158,8 @@ def spearman(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ``scipy.stats.spearmanr`` does). A row that is constant in a or b has no
     correlation: its value is NaN.
     """
-    _validate.tensor("a", a, ndim=2)
-    _validate.tensor("b", b, ndim=2)
+    _validate.as_float_tensor("a", a, ndim=2)
+    _validate.as_float_tensor("b", b, ndim=2)
     if a.shape != b.shape:
         raise ValueError(f"a and b must have one shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     if a.shape[1] < 2:
@@ -176,6 +186,9 @@ def explanation_scores(
     :func:`attention_rollout` over the patches), ``"ink"``, ``"random"``
     (uniform random numbers drawn from ``seed``) and ``"occlusion"``.
     """
+    _validate.module("model", model, nn.Module)
+    _validate.tensor("images", images, ndim=4, floating=True)
+    _check_labels(model, _validate.tensor("labels", labels, ndim=1))
     model.eval()
     model(images)
     weights = [w.detach() for w in model.attention_weights]

@@ -451,19 +451,19 @@ def tile_trace(scores: torch.Tensor, block_size: int, causal: bool = False) -> l
     block_size = _block_size(block_size)
     causal = _flag("causal", causal)
     m, n = scores.shape
-    running_max = torch.full((m,), -math.inf, dtype=scores.dtype)
-    running_sum = torch.zeros(m, dtype=scores.dtype)
-    done = torch.zeros(m, dtype=torch.bool)
+    running_max = torch.full((m,), -math.inf, dtype=scores.dtype, device=scores.device)
+    running_sum = torch.zeros(m, dtype=scores.dtype, device=scores.device)
+    done = torch.zeros(m, dtype=torch.bool, device=scores.device)
     steps = []
     for qi, q0 in enumerate(range(0, m, block_size)):
         q1 = min(q0 + block_size, m)
-        rows = torch.arange(q0, q1)
+        rows = torch.arange(q0, q1, device=scores.device)
         stop = min(n, q1) if causal else n
         key_starts = list(range(0, stop, block_size))
         for ki, k0 in enumerate(key_starts):
             k1 = min(k0 + block_size, n)
             tile = scores[q0:q1, k0:k1]
-            keep = _keep(rows, torch.arange(k0, k1), causal, None)
+            keep = _keep(rows, torch.arange(k0, k1, device=scores.device), causal, None)
             if keep is not None:
                 tile = tile.masked_fill(~keep, -math.inf)
             m_old = running_max[q0:q1]

@@ -98,7 +98,7 @@ class RepeatBatch:
         ``second + j + 1``, which equals the token at ``first + j + 1``. (The
         first token of the second copy cannot be known in advance.)
         """
-        offsets = torch.arange(self.segment - 1)
+        offsets = torch.arange(self.segment - 1, device=self.tokens.device)
         return self.second.unsqueeze(1) + offsets  # (batch, segment - 1)
 
 
@@ -248,6 +248,8 @@ class AttentionOnlyTransformer(nn.Module):
     ) -> None:
         super().__init__()
         self.vocab = _validate.positive_int("vocab", vocab)
+        num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
+        num_heads = _validate.positive_int("num_heads", num_heads)
         self.num_layers = _validate.positive_int("num_layers", num_layers)
         self.max_len = _validate.positive_int("max_len", max_len)
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
@@ -287,7 +289,7 @@ class AttentionOnlyTransformer(nn.Module):
                 if not 0 <= value < upper:
                     raise ValueError(f"ablate {name} must lie in [0, {upper - 1}], got {value}")
             if keep[layer] is None:
-                keep[layer] = torch.ones(self.num_heads)
+                keep[layer] = torch.ones(self.num_heads, device=_validate.device_of(self))
             keep[layer][head] = 0.0
         return keep
 
@@ -387,9 +389,12 @@ def induction_targets(
             f"first and second must have the same shape, got {tuple(first.shape)} and "
             f"{tuple(second.shape)}"
         )
+    for name, value in (("first", first), ("second", second)):
+        if value.numel() and bool((value < 0).any()):
+            raise ValueError(f"{name} must hold positions >= 0, got {value.min().item()}")
     if bool((second < first + segment).any()):
         raise ValueError("second must start at least `segment` positions after first")
-    offsets = torch.arange(segment)
+    offsets = torch.arange(segment, device=first.device)
     queries = second.long().unsqueeze(1) + offsets
     keys = first.long().unsqueeze(1) + offsets + 1
     return queries, keys
@@ -515,6 +520,7 @@ def ov_circuit(model: AttentionOnlyTransformer, layer: int, head: int) -> torch.
     puts all its weight on a position holding token t (read directly from the
     token embedding). A copying head has a large diagonal.
     """
+    _validate.module("model", model, AttentionOnlyTransformer)
     out = head_output(model, layer, head, model.embed.weight.detach())  # (vocab, D)
     with torch.no_grad():
         return model.unembed(out)  # (vocab, vocab): rows are attended tokens
@@ -593,11 +599,14 @@ def train_induction(
     batch = _validate.positive_int("batch", batch)
     probe_size = _validate.positive_int("probe_size", probe_size)
     lr = _validate.positive_number("lr", lr)
+    copy_only = _validate.flag("copy_only", copy_only)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an integer, got {seed!r}")
     options = {"length": model.max_len, "vocab": model.vocab, **(task or {})}
     recorded = set(_record_steps(record_every, steps))
     probe = make_repeat_batch(probe_size, seed=int(seed) + 1, **options)  # checks the options
+    device = _validate.device_of(model)  # data drawn on the CPU, moved to the model
+    probe = _validate.batch_to(probe, device)
     data = torch.Generator().manual_seed(int(seed))
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     log = InductionLog(probe=probe)
@@ -626,7 +635,7 @@ def train_induction(
     try:
         evaluate(0)
         for step in range(1, steps + 1):
-            sample = make_repeat_batch(batch, seed=data, **options)
+            sample = _validate.batch_to(make_repeat_batch(batch, seed=data, **options), device)
             logits = model(sample.tokens[:, :-1])  # (batch, n - 1, vocab)
             if copy_only:
                 where = sample.copy_positions()  # (batch, segment - 1)

@@ -129,6 +129,6 @@ def rope_score(
         raise ValueError(
             f"q and k must have the same shape, got {tuple(q.shape)} and {tuple(k.shape)}"
         )
-    qm = apply_rope(q[None], torch.tensor([m]), base)[0]
-    kn = apply_rope(k[None], torch.tensor([n]), base)[0]
+    qm = apply_rope(q[None], torch.tensor([m], device=q.device), base)[0]
+    kn = apply_rope(k[None], torch.tensor([n], device=k.device), base)[0]
     return qm @ kn

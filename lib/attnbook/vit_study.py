@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import math
 from importlib import resources
 
 from .digits import DigitsSplit
@@ -96,9 +97,16 @@ def records_agree(live: dict[str, float], stored: dict[str, float]) -> list[str]
     between the code and the stored file.
     """
     tolerance = {"accuracy": 7.5 / 450, "final loss": 0.01, "peak": 0.06, "top match": 0.1}
+    for name, record in (("live", live), ("stored", stored)):
+        if not isinstance(record, dict):
+            raise TypeError(f"{name} must be a dict of numbers, got {record!r}")
+    missing = sorted(set(stored) - set(live))
+    if missing:
+        raise ValueError(f"live must hold every entry of stored, missing {missing}")
     problems = []
     for key, value in stored.items():
         allowed = tolerance.get(key, 0.15)
-        if abs(live[key] - value) > allowed:
+        # A NaN compares as "not too far" from anything: name it as a problem.
+        if not math.isfinite(live[key]) or abs(live[key] - value) > allowed:
             problems.append(f"{key}: live {live[key]:.4f}, stored {value:.4f}")
     return problems
