@@ -161,7 +161,9 @@ def _keep(
     keep = None
     if causal and int(cols[-1]) > int(rows[0]):  # some key lies right of the diagonal
         keep = cols.unsqueeze(0) <= rows.unsqueeze(1)  # (block_q, block_k)
-    if lens is not None and int(cols[-1]) >= int(lens.min()):  # some key beyond a length
+    if (
+        lens is not None and lens.numel() and int(cols[-1]) >= int(lens.min())
+    ):  # some key beyond a length
         within = cols.view(1, 1, -1) < lens.unsqueeze(-1)  # (batch, block_q, block_k)
         keep = within if keep is None else keep & within
     return keep
@@ -204,7 +206,7 @@ def _tiled_forward(
         # Keys this row block can see at all: none right of its last row if
         # causal, none at or beyond its longest valid length.
         stop = min(n, q1) if causal else n
-        if row_lens is not None:
+        if row_lens is not None and row_lens.numel():  # an empty batch has no lengths
             stop = min(stop, int(row_lens.max()))
         m_run = torch.full((b, q1 - q0), -math.inf, dtype=queries.dtype, device=queries.device)
         l_run = torch.zeros(b, q1 - q0, dtype=queries.dtype, device=queries.device)
