@@ -1104,3 +1104,42 @@ def census() -> dict[str, int]:
         counts["calls"] += 1
         counts[outcome.split(":")[0]] += 1
     return counts
+
+
+def test_the_library_has_no_import_circle():
+    """attnbook's modules import one another without a circle (type-checking
+    imports included); found by reading every ``from . import`` statement."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(attnbook.__file__).parent
+    graph = {}
+    for path in root.rglob("*.py"):
+        name = ".".join(path.relative_to(root).with_suffix("").parts)
+        name = name.removesuffix(".__init__").removesuffix("__init__") or "attnbook"
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".") if package else []
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                target = ".".join([*base, node.module] if node.module else base)
+                for alias in node.names if not node.module else [None]:
+                    full = f"{target}.{alias.name}".strip(".") if alias else target
+                    edges.add(full)
+        graph[name] = edges
+    graph = {k: {e for e in v if e in graph and e != k} for k, v in graph.items()}
+    state: dict[str, int] = {}
+
+    def visit(node, trail):
+        state[node] = 1
+        for nxt in graph[node]:
+            if state.get(nxt) == 1:
+                pytest.fail(f"import circle: {' -> '.join([*trail, node, nxt])}")
+            if nxt not in state:
+                visit(nxt, [*trail, node])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
