@@ -520,7 +520,7 @@ def train_checkpoint_recipe(
         seed=recipe["seed"],
         callback=sample,
     )
-    return model, losses, samples
+    return model.eval(), losses, samples
 
 
 def save_checkpoint(

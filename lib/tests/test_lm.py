@@ -331,6 +331,7 @@ def test_checkpoint_recipe_still_learns():
         torch.set_num_threads(threads)
     assert losses[0] > 3.8
     assert sum(losses[-10:]) / 10 < 3.1
+    assert not model.training  # returned in eval mode, as documented
     assert re.fullmatch(r"[ -~\n]*", lm.load_corpus())
 
 
