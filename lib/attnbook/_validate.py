@@ -7,6 +7,7 @@ instead of an obscure error from deep inside torch.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Sequence
@@ -126,3 +127,122 @@ def same_dtype(**tensors: torch.Tensor) -> None:
     if len(set(dtypes.values())) > 1:
         listed = ", ".join(f"{name} {dtype}" for name, dtype in dtypes.items())
         raise TypeError(f"{', '.join(dtypes)} must have the same dtype, got {listed}")
+
+
+def flag(name: str, value: object) -> bool:
+    """Check a real bool (the string "False" is not a false flag)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {_describe(value)}")
+    return value
+
+
+def nonnegative_int(name: str, value: object) -> int:
+    """Check an integer >= 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {_describe(value)}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return int(value)
+
+
+def finite_number(name: str, value: object) -> float:
+    """Check a finite real number (not a bool, not NaN or infinite)."""
+    value = real_number(name, value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return value
+
+
+def module(name: str, value: object, kind: type | tuple[type, ...]) -> object:
+    """Check that ``value`` is a model of the given class (or classes)."""
+    if not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        wanted = " or ".join(k.__name__ for k in kinds)
+        raise TypeError(f"{name} must be a {wanted}, got {_describe(value)}")
+    return value
+
+
+def no_nan(name: str, value: torch.Tensor) -> torch.Tensor:
+    """Refuse a tensor holding NaN (a NaN would silently change the result)."""
+    if value.device.type == "meta":  # no values to look at
+        return value
+    if value.is_floating_point() and bool(torch.isnan(value).any()):
+        raise ValueError(f"{name} must not contain NaN, got {_describe(value)} with NaN")
+    return value
+
+
+def ids(
+    name: str,
+    value: object,
+    *,
+    upper: int,
+    ndim: int | tuple[int, ...] | None = None,
+    allow: tuple[int, ...] = (),
+) -> torch.Tensor:
+    """Check an integer tensor of ids in [0, upper) (values in ``allow`` pass too)."""
+    value = tensor(name, value, ndim=ndim)
+    if value.dtype == torch.bool or value.is_floating_point() or value.is_complex():
+        raise TypeError(f"{name} must have an integer dtype, got {value.dtype}")
+    if value.numel() and value.device.type != "meta":
+        bad = (value < 0) | (value >= upper)
+        for ok in allow:
+            bad &= value != ok
+        if bool(bad.any()):
+            raise ValueError(
+                f"{name} must hold ids in [0, {upper - 1}], got {value[bad].flatten()[0].item()}"
+            )
+    return value
+
+
+def labels(name: str, value: object, *, count: int, num_classes: int) -> torch.Tensor:
+    """Check class labels: a 1-D integer tensor of ``count`` ids in [0, num_classes)."""
+    value = ids(name, value, upper=num_classes, ndim=1)
+    if value.shape[0] != count:
+        raise ValueError(
+            f"{name} must hold one label per example ({count}), got shape {tuple(value.shape)}"
+        )
+    return value
+
+
+def eval_mode(model: torch.nn.Module):
+    """Context manager: ``model`` in eval mode inside, the caller's mode restored after."""
+    return _EvalMode(model)
+
+
+class _EvalMode:
+    def __init__(self, model: torch.nn.Module, train: bool = False) -> None:
+        self.model, self.train = model, train
+
+    def __enter__(self) -> torch.nn.Module:
+        self.modes = [(m, m.training) for m in self.model.modules()]
+        self.model.train(self.train)
+        return self.model
+
+    def __exit__(self, *exc) -> None:
+        for m, mode in self.modes:
+            m.training = mode
+
+
+def train_mode(model: torch.nn.Module):
+    """Context manager: ``model`` in train mode inside, the caller's mode restored after."""
+    return _EvalMode(model, train=True)
+
+
+def device_of(model: torch.nn.Module) -> torch.device:
+    """The device of a model's parameters (the CPU for a model without any)."""
+    for parameter in model.parameters():
+        return parameter.device
+    return torch.device("cpu")
+
+
+def batch_to(batch, device: torch.device):
+    """A copy of a batch dataclass with every tensor field moved to ``device``.
+
+    Functions that draw their own data (on a seeded CPU generator, the same
+    numbers everywhere) move it to the model's device with this."""
+    changes = {
+        f.name: getattr(batch, f.name).to(device)
+        for f in dataclasses.fields(batch)
+        if isinstance(getattr(batch, f.name), torch.Tensor)
+    }
+    return dataclasses.replace(batch, **changes)

@@ -19,6 +19,11 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "alibi_slopes",
+    "alibi_bias",
+]
+
 
 def _power_of_two_slopes(count: int) -> list[float]:
     """2^(-8(c+1)/count) for heads c = 0 .. count - 1."""
@@ -52,6 +57,8 @@ def alibi_bias(
     before the softmax. A causal model masks j > i anyway, so only the
     lower triangle, ``-s_c * (i - j)``, matters there.
     """
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
     num_positions = _validate.positive_int("num_positions", num_positions)
     slopes = alibi_slopes(num_heads, dtype=torch.float64)  # (heads,)
     i = torch.arange(num_positions, dtype=torch.float64)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import sys
 
+__all__ = [
+    "in_colab",
+]
+
 
 def in_colab() -> bool:
     """True when running inside Google Colab."""

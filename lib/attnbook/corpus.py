@@ -18,6 +18,14 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "CORPUS_FILE",
+    "HELD_OUT_EVERY",
+    "load_corpus",
+    "CharTokenizer",
+    "ngram_loss",
+]
+
 CORPUS_FILE = "corpus.txt"
 #: Every HELD_OUT_EVERY-th paragraph (the 10th, 20th, ...) is held out of training.
 HELD_OUT_EVERY = 10

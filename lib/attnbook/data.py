@@ -10,6 +10,12 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "true_function",
+    "RegressionData",
+    "make_regression_data",
+]
+
 
 def true_function(x: torch.Tensor) -> torch.Tensor:
     """f(x) = 2 sin(x) + x^0.8, elementwise, for x >= 0. Same shape as ``x``."""

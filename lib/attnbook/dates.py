@@ -33,6 +33,28 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "FORMATS",
+    "MONTHS",
+    "WEEKDAYS",
+    "FIRST_DATE",
+    "LAST_DATE",
+    "PAD",
+    "START",
+    "TARGET_LENGTH",
+    "format_date",
+    "parse_numeric_year",
+    "Vocab",
+    "SOURCE_VOCAB",
+    "TARGET_VOCAB",
+    "Seq2SeqBatch",
+    "encode_dates",
+    "DateTask",
+    "reversal_batch",
+    "field_spans",
+    "alignment_summary",
+]
+
 FORMATS = ("long", "short", "numeric", "weekday")
 MONTHS = (
     "January", "February", "March", "April", "May", "June",
@@ -66,6 +88,8 @@ def format_date(date: datetime.date, fmt: str) -> str:
 
 def parse_numeric_year(two_digits: int) -> int:
     """The pivot rule of the numeric format: 50-99 -> 19xx, 00-49 -> 20xx."""
+    if _validate.nonnegative_int("two_digits", two_digits) > 99:
+        raise ValueError(f"two_digits must be in [0, 99], got {two_digits!r}")
     return 1900 + two_digits if two_digits >= 50 else 2000 + two_digits
 
 

@@ -29,7 +29,13 @@ from torch.nn import functional as F
 from . import _validate
 from .multihead import MultiHeadAttention
 from .norms import LayerNorm
-from .transformer import PositionWiseFFN, TransformerBlock
+from .transformer import PositionWiseFFN, TransformerBlock, _check_block_args
+
+__all__ = [
+    "causal_lens",
+    "TransformerDecoderLayer",
+    "TransformerSeq2Seq",
+]
 
 
 def causal_lens(batch: int, m: int, device=None) -> torch.Tensor:
@@ -66,12 +72,9 @@ class TransformerDecoderLayer(nn.Module):
         eps: float = 1e-5,
     ) -> None:
         super().__init__()
-        num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
-        num_heads = _validate.positive_int("num_heads", num_heads)
-        ffn_hiddens = _validate.positive_int("ffn_hiddens", ffn_hiddens)
-        dropout = _validate.probability("dropout", dropout)
-        if not isinstance(norm_first, bool):
-            raise TypeError(f"norm_first must be True or False, got {norm_first!r}")
+        num_hiddens, num_heads, ffn_hiddens, dropout, norm_first = _check_block_args(
+            num_hiddens, num_heads, ffn_hiddens, dropout, norm_first
+        )
         self.num_hiddens = num_hiddens
         self.num_heads = num_heads
         self.ffn_hiddens = ffn_hiddens
@@ -265,6 +268,8 @@ class TransformerSeq2Seq(nn.Module):
         norm_first: bool = True,
     ) -> None:
         super().__init__()
+        source_vocab = _validate.positive_int("source_vocab", source_vocab)
+        target_vocab = _validate.positive_int("target_vocab", target_vocab)
         D = _validate.positive_int("num_hiddens", num_hiddens)
         max_len = _validate.positive_int("max_len", max_len)
         self.max_len = max_len
@@ -288,14 +293,30 @@ class TransformerSeq2Seq(nn.Module):
 
     def encode(self, source: torch.Tensor, source_lens: torch.Tensor) -> torch.Tensor:
         """source (b, n), source_lens (b,) -> memory (b, n, D)."""
+        _validate.ids("source", source, ndim=2, upper=self.source_embedding.num_embeddings)
+        if source.shape[0] == 0:
+            raise ValueError("source must hold at least one sequence, got an empty batch")
         lens = _validate.lengths(
             "source_lens", source_lens, upper=source.shape[1], device=source.device
         )
+        if lens.shape != (source.shape[0],):
+            raise ValueError(
+                f"source_lens must have shape ({source.shape[0]},), one length per source, "
+                f"got shape {tuple(lens.shape)}"
+            )
         X = self._embed(source, self.source_embedding, self.source_positions)
         return self.encoder_norm(self.encoder(X, lens))
 
     def decode(self, decoder_input, memory, source_lens):
         """decoder_input (b, m), memory (b, n, D) -> logits (b, m, V)."""
+        _validate.ids(
+            "decoder_input", decoder_input, ndim=2, upper=self.target_embedding.num_embeddings
+        )
+        if decoder_input.shape[0] != memory.shape[0]:
+            raise ValueError(
+                f"decoder_input must have {memory.shape[0]} rows like source, "
+                f"got shape {tuple(decoder_input.shape)}"
+            )
         Y = self._embed(decoder_input, self.target_embedding, self.target_positions)
         Y = self.decoder(Y, memory, source_lens)
         self.attention_weights = self.decoder.cross_attention_weights  # (b, h, m, n)

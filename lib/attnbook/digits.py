@@ -12,6 +12,11 @@ from dataclasses import dataclass
 
 import torch
 
+__all__ = [
+    "DigitsSplit",
+    "load_digits_split",
+]
+
 _INSTALL = (
     "load_digits_split needs scikit-learn, which holds the digits: "
     "install it with `pip install scikit-learn` (Colab already has it)"

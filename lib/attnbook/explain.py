@@ -31,6 +31,20 @@ from torch import nn
 from . import _validate
 from .patches import patchify, unpatchify
 
+__all__ = [
+    "cls_attention",
+    "attention_rollout",
+    "occlusion_scores",
+    "deletion_curve",
+    "deletion_area",
+    "ink_scores",
+    "spearman",
+    "partial_spearman",
+    "METHODS",
+    "explanation_scores",
+    "agreement",
+]
+
 
 def _stack(weights: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
     """Weights as one (layers, batch, heads, n, n) tensor."""
@@ -153,7 +167,9 @@ def occlusion_scores(
     and the scores depend on it. The model runs in eval mode on every
     occluded copy; all of them (batch x patches) go through it in one batch.
     """
+    _validate.module("model", model, nn.Module)
     _check_batch(images, labels)
+    _check_labels(model, labels)
     model.eval()
     b, C, H, W = images.shape
     patches = patchify(images, patch_size)  # (b, P, C p p)
@@ -186,7 +202,9 @@ def deletion_curve(
     the curve fall fast: the "deletion" test of a saliency map (Petsiuk et al.,
     2018). ``fill`` is as in :func:`occlusion_scores`.
     """
+    _validate.module("model", model, nn.Module)
     _check_batch(images, labels)
+    _check_labels(model, labels)
     patches = patchify(images, patch_size)  # (b, P, C p p)
     b, P = patches.shape[:2]
     _validate.tensor("scores", scores, ndim=2)
@@ -220,8 +238,15 @@ def deletion_area(curve: torch.Tensor) -> torch.Tensor:
     return ((curve[:, 1:] + curve[:, :-1]) / 2).mean(dim=-1)
 
 
+def _check_labels(model: nn.Module, labels: torch.Tensor) -> None:
+    """Labels must be integer class ids the model can score."""
+    classes = getattr(getattr(model, "head", None), "out_features", None)
+    _validate.ids("labels", labels, upper=classes if isinstance(classes, int) else 2**62)
+
+
 def ink_scores(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     """The ink in each patch: images (batch, C, H, W) -> the sum of each patch's pixels (batch, patches)."""
+    _validate.tensor("images", images, ndim=4, floating=True)
     return patchify(images, patch_size).sum(dim=-1)
 
 
@@ -239,8 +264,8 @@ def spearman(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ``scipy.stats.spearmanr`` does). A row that is constant in a or b has no
     correlation: its value is NaN.
     """
-    _validate.tensor("a", a, ndim=2)
-    _validate.tensor("b", b, ndim=2)
+    _validate.as_float_tensor("a", a, ndim=2)
+    _validate.as_float_tensor("b", b, ndim=2)
     if a.shape != b.shape:
         raise ValueError(f"a and b must have one shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     if a.shape[1] < 2:
@@ -295,7 +320,9 @@ def explanation_scores(
     ``"occlusion"`` (:func:`occlusion_scores` with ``fill``). Every score is
     on the images' device. The model is left in eval mode.
     """
+    _validate.module("model", model, nn.Module)
     _check_batch(images, labels)
+    _check_labels(model, labels)
     model.eval()
     model(images)
     weights = [w.detach() for w in model.attention_weights]

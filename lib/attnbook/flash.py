@@ -38,6 +38,20 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import _validate
 from .masking import masked_softmax
 
+__all__ = [
+    "online_softmax",
+    "online_normalizer",
+    "tiled_attention",
+    "flash_attention",
+    "naive_attention",
+    "naive_attention_bytes",
+    "TileStep",
+    "tile_trace",
+    "MemoryReport",
+    "peak_memory",
+    "peak_training_memory",
+]
+
 
 def _block_size(value: object) -> int:
     return _validate.positive_int("block_size", value)
@@ -148,7 +162,9 @@ def _keep(
     keep = None
     if causal and int(cols[-1]) > int(rows[0]):  # some key lies right of the diagonal
         keep = cols.unsqueeze(0) <= rows.unsqueeze(1)  # (block_q, block_k)
-    if lens is not None and int(cols[-1]) >= int(lens.min()):  # some key beyond a length
+    if (
+        lens is not None and lens.numel() and int(cols[-1]) >= int(lens.min())
+    ):  # some key beyond a length
         within = cols.view(1, 1, -1) < lens.unsqueeze(-1)  # (batch, block_q, block_k)
         keep = within if keep is None else keep & within
     return keep
@@ -191,7 +207,7 @@ def _tiled_forward(
         # Keys this row block can see at all: none right of its last row if
         # causal, none at or beyond its longest valid length.
         stop = min(n, q1) if causal else n
-        if row_lens is not None:
+        if row_lens is not None and row_lens.numel():  # an empty batch has no lengths
             stop = min(stop, int(row_lens.max()))
         m_run = torch.full((b, q1 - q0), -math.inf, dtype=queries.dtype, device=queries.device)
         l_run = torch.zeros(b, q1 - q0, dtype=queries.dtype, device=queries.device)
@@ -440,19 +456,19 @@ def tile_trace(scores: torch.Tensor, block_size: int, causal: bool = False) -> l
     block_size = _block_size(block_size)
     causal = _flag("causal", causal)
     m, n = scores.shape
-    running_max = torch.full((m,), -math.inf, dtype=scores.dtype)
-    running_sum = torch.zeros(m, dtype=scores.dtype)
-    done = torch.zeros(m, dtype=torch.bool)
+    running_max = torch.full((m,), -math.inf, dtype=scores.dtype, device=scores.device)
+    running_sum = torch.zeros(m, dtype=scores.dtype, device=scores.device)
+    done = torch.zeros(m, dtype=torch.bool, device=scores.device)
     steps = []
     for qi, q0 in enumerate(range(0, m, block_size)):
         q1 = min(q0 + block_size, m)
-        rows = torch.arange(q0, q1)
+        rows = torch.arange(q0, q1, device=scores.device)
         stop = min(n, q1) if causal else n
         key_starts = list(range(0, stop, block_size))
         for ki, k0 in enumerate(key_starts):
             k1 = min(k0 + block_size, n)
             tile = scores[q0:q1, k0:k1]
-            keep = _keep(rows, torch.arange(k0, k1), causal, None)
+            keep = _keep(rows, torch.arange(k0, k1, device=scores.device), causal, None)
             if keep is not None:
                 tile = tile.masked_fill(~keep, -math.inf)
             m_old = running_max[q0:q1]

@@ -13,6 +13,16 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "gaussian",
+    "boxcar",
+    "constant",
+    "triangular",
+    "epanechnikov",
+    "KERNELS",
+    "get_kernel",
+]
+
 
 def gaussian(u: torch.Tensor) -> torch.Tensor:
     """exp(-u^2 / 2): smooth, never exactly zero. Same shape as ``u``."""

@@ -35,6 +35,25 @@ from .alibi import alibi_bias
 from .positional import sinusoidal_encoding
 from .rope import apply_rope
 
+__all__ = [
+    "SCHEMES",
+    "SCHEME_NAMES",
+    "TaskBatch",
+    "make_copy_batch",
+    "make_kback_batch",
+    "TASKS",
+    "SWEEP_FILE",
+    "PositionAttention",
+    "PositionModel",
+    "task_accuracy",
+    "evaluate",
+    "copy_head_score",
+    "TrainLog",
+    "train_positions",
+    "load_sweep",
+    "sweep_ranges",
+]
+
 SCHEMES = ("nope", "sinusoidal", "learned", "rope", "alibi")
 SCHEME_NAMES = {
     "nope": "NoPE",
@@ -133,6 +152,10 @@ class PositionAttention(nn.Module):
 
     def __init__(self, num_hiddens: int, num_heads: int, scheme: str) -> None:
         super().__init__()
+        num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
+        num_heads = _validate.positive_int("num_heads", num_heads)
+        if scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
         if num_hiddens % num_heads:
             raise ValueError(
                 f"num_heads must divide num_hiddens, got num_hiddens={num_hiddens}, "
@@ -235,6 +258,7 @@ class PositionModel(nn.Module):
         tokens = _validate.tensor("tokens", tokens, ndim=2)
         if tokens.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"tokens must hold integer ids, got dtype {tokens.dtype}")
+        _validate.ids("tokens", tokens, upper=self.vocab)
         n = tokens.shape[1]
         if self.scheme == "learned" and n > self.max_len:
             raise ValueError(f"a learned table has max_len={self.max_len} rows, got {n} positions")
@@ -286,6 +310,7 @@ def _task(task: object) -> str:
 def task_accuracy(model: PositionModel, batch: TaskBatch) -> float:
     """Fraction of the scored positions whose largest logit is the answer."""
     _check_model(model)
+    batch = _validate.batch_to(batch, _validate.device_of(model))
     with torch.no_grad():
         logits = model(batch.tokens)  # (batch, n, vocab)
     right = logits.argmax(-1) == batch.targets  # (batch, n)
@@ -301,6 +326,8 @@ def evaluate(
     **options,
 ) -> dict[int, float]:
     """Held-out accuracy at each length: ``size`` fresh sequences from ``seed + length``."""
+    _check_model(model)
+    size = _validate.positive_int("size", size)
     make = TASKS[_task(task)]
     return {
         int(n): task_accuracy(model, make(size, n, vocab=model.vocab, seed=seed + n, **options))
@@ -358,9 +385,11 @@ def copy_head_score(model: PositionModel, length: int, size: int = 64, seed: int
     puts there (over j = 0 .. L/2 - 2 and the batch); the largest is returned.
     """
     _check_model(model)
+    length = _validate.positive_int("length", length)
+    size = _validate.positive_int("size", size)
     batch = make_copy_batch(size, length, vocab=model.vocab, seed=seed + length)
     with torch.no_grad():
-        model(batch.tokens)
+        model(batch.tokens.to(_validate.device_of(model)))
     weights = model.attention_weights[-1]  # (batch, heads, n, n)
     half = length // 2
     j = torch.arange(half - 1)
@@ -425,6 +454,7 @@ def train_positions(
         for _ in range(steps):
             n = choices[int(torch.randint(len(choices), (1,), generator=data))]
             sample = make(batch, n, vocab=model.vocab, seed=data, **options)
+            sample = _validate.batch_to(sample, _validate.device_of(model))
             logits = model(sample.tokens)[:, sample.scored]  # (batch, scored, vocab)
             loss = F.cross_entropy(logits.flatten(0, 1), sample.targets[:, sample.scored].flatten())
             optimizer.zero_grad(set_to_none=True)
@@ -453,8 +483,12 @@ def load_sweep() -> dict:
 
 def sweep_ranges(records: list[dict], field: str = "accuracy") -> dict[str, dict[str, tuple]]:
     """{scheme: {length: (lowest, highest)}} of ``field`` over the records' seeds."""
+    if not isinstance(field, str):
+        raise TypeError(f"field must be a str, got {field!r}")
     out: dict[str, dict[str, tuple]] = {}
     for record in records:
+        if field not in record:
+            raise ValueError(f"field must name an entry of every record, got {field!r}")
         for n, value in record[field].items():
             low, high = out.setdefault(record["scheme"], {}).get(n, (value, value))
             out[record["scheme"]][n] = (min(low, value), max(high, value))

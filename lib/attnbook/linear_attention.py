@@ -37,11 +37,24 @@ from torch import nn
 from . import _validate
 from .flash import _check_qkv, _flag
 
+__all__ = [
+    "elu_feature_map",
+    "token_shift",
+    "linear_attention_weights",
+    "linear_attention",
+    "LinearSelfAttention",
+]
+
 
 def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     """phi(x) = elu(x) + 1, elementwise: x + 1 for x > 0, exp(x) otherwise; always > 0."""
     x = _validate.tensor("x", x, floating=True)
-    return F.elu(x) + 1
+    out = F.elu(x) + 1
+    # Below about -17 (float32) elu(x) + 1 rounds to exactly 0, and a query
+    # whose features are all 0 divides 0 by 0; exp(x) (at least the smallest
+    # normal number) keeps phi > 0 there and leaves every other value as it was.
+    tiny = torch.finfo(out.dtype).tiny
+    return torch.where(out > 0, out, torch.exp(x).clamp_min(tiny))
 
 
 def token_shift(X: torch.Tensor) -> torch.Tensor:
@@ -165,9 +178,9 @@ class LinearSelfAttention(nn.Module):
         self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=False)
 
     def _split(self, X: torch.Tensor) -> torch.Tensor:
-        b, n, _ = X.shape  # (b, n, D) -> (b * heads, n, D / heads)
-        X = X.reshape(b, n, self.num_heads, -1).transpose(1, 2)
-        return X.reshape(b * self.num_heads, n, -1)
+        b, n, d = X.shape  # (b, n, D) -> (b * heads, n, D / heads)
+        X = X.reshape(b, n, self.num_heads, d // self.num_heads).transpose(1, 2)
+        return X.reshape(b * self.num_heads, n, d // self.num_heads)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         X = _validate.tensor("X", X, ndim=3, floating=True)
@@ -179,5 +192,7 @@ class LinearSelfAttention(nn.Module):
             out = linear_attention(q, k, v, causal=self.causal)  # (b * heads, n, D / heads)
         else:  # the same numbers through the (n, n) weights: faster for short sequences
             out = linear_attention_weights(q, k, causal=self.causal) @ v
-        out = out.reshape(b, self.num_heads, n, -1).transpose(1, 2).reshape(b, n, D)
+        out = (
+            out.reshape(b, self.num_heads, n, D // self.num_heads).transpose(1, 2).reshape(b, n, D)
+        )
         return self.W_o(out)

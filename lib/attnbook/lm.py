@@ -118,6 +118,8 @@ class CausalSelfAttention(nn.Module):
 
     def __init__(self, num_hiddens: int, num_heads: int) -> None:
         super().__init__()
+        num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
+        num_heads = _validate.positive_int("num_heads", num_heads)
         if num_hiddens % num_heads:
             raise ValueError(
                 f"num_heads must divide num_hiddens, got num_hiddens={num_hiddens}, "
@@ -132,7 +134,8 @@ class CausalSelfAttention(nn.Module):
 
     def _heads(self, X: torch.Tensor) -> torch.Tensor:
         batch, steps, hiddens = X.shape  # (batch, steps, num_hiddens)
-        return X.reshape(batch, steps, self.num_heads, -1).transpose(1, 2)  # (b, h, s, p)
+        p = hiddens // self.num_heads  # named, not -1: an empty batch has no size to infer
+        return X.reshape(batch, steps, self.num_heads, p).transpose(1, 2)  # (b, h, s, p)
 
     def forward(self, X: torch.Tensor, past: tuple | None = None) -> tuple:
         """X: (batch, new, num_hiddens), the new tokens only; past: None or the
@@ -164,6 +167,8 @@ class DecoderBlock(nn.Module):
 
     def __init__(self, num_hiddens: int, num_heads: int) -> None:
         super().__init__()
+        num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
+        num_heads = _validate.positive_int("num_heads", num_heads)
         self.norm1 = nn.LayerNorm(num_hiddens)
         self.attention = CausalSelfAttention(num_hiddens, num_heads)
         self.norm2 = nn.LayerNorm(num_hiddens)
@@ -318,11 +323,14 @@ def train_lm(
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1 - 0.9 * s / steps)
-    offsets = torch.arange(context + 1)  # (context + 1,)
+    offsets = torch.arange(context + 1, device=ids.device)  # (context + 1,)
     losses = []
+    was_training = model.training
     model.train()
     for _ in range(steps):
+        # Drawn on the CPU generator and moved: the same windows on every device.
         starts = torch.randint(0, ids.numel() - context, (batch_size,), generator=generator)
+        starts = starts.to(ids.device)
         windows = ids[starts.unsqueeze(1) + offsets]  # (batch, context + 1)
         logits = model(windows[:, :-1])  # (batch, context, vocab)
         loss = nn.functional.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten())
@@ -333,20 +341,30 @@ def train_lm(
         losses.append(loss.item())
         if callback is not None:
             callback(len(losses), model)
-    model.eval()
+    model.train(was_training)
     return losses
 
 
 @torch.no_grad()
 def corpus_loss(model: TinyLM, text: str | None = None) -> float:
     """Mean next-token cross-entropy (nats) over ``text`` (default: the corpus),
-    read in consecutive windows of ``max_len + 1`` characters."""
+    read in consecutive windows of ``max_len + 1`` characters (a text shorter
+    than that is one window). The text needs at least 2 characters."""
+    _validate.module("model", model, TinyLM)
     text = load_corpus() if text is None else text
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str or None, got {_validate._describe(text)}")
+    if len(text) < 2:
+        raise ValueError(f"text must hold at least 2 characters (one to predict), got {text!r}")
     ids = CharTokenizer(load_corpus()).encode(text)
     width = model.max_len + 1
-    usable = (ids.numel() - 1) // model.max_len * model.max_len + 1
-    starts = torch.arange(0, usable - 1, model.max_len)
-    windows = ids[starts.unsqueeze(1) + torch.arange(width)]  # (windows, max_len + 1)
+    if ids.numel() <= width:
+        windows = ids[None]  # (1, len(text)): the whole text is one window
+    else:
+        usable = (ids.numel() - 1) // model.max_len * model.max_len + 1
+        starts = torch.arange(0, usable - 1, model.max_len)
+        windows = ids[starts.unsqueeze(1) + torch.arange(width)]  # (windows, max_len + 1)
+    windows = windows.to(next(model.parameters()).device)
     total, count = 0.0, 0
     for chunk in windows.split(64):
         logits = model(chunk[:, :-1])
@@ -424,10 +442,13 @@ def generate(
         raise TypeError(f"seed must be an integer or None, got {seed!r}")
     if not isinstance(use_cache, bool):
         raise TypeError(f"use_cache must be True or False, got {use_cache!r}")
+    return_logits = _validate.flag("return_logits", return_logits)
     top_k, top_p = sampling.check_top_k(top_k), sampling.check_top_p(top_p)
     generator = None
     if temperature > 0 and seed is not None:
-        generator = torch.Generator(device=batch_ids.device).manual_seed(int(seed))
+        # A CPU generator on every device: sampling.draw draws its uniform
+        # numbers on it and moves them, so a seed gives the same text anywhere.
+        generator = torch.Generator().manual_seed(int(seed))
     was_training = model.training
     model.eval()
     out, logits_seen = batch_ids, []
@@ -447,7 +468,7 @@ def generate(
     if logits_seen:
         logits = torch.stack(logits_seen, 1)  # (batch, steps, vocab)
     else:
-        logits = torch.zeros(batch_ids.shape[0], 0, model.vocab_size)
+        logits = torch.zeros(batch_ids.shape[0], 0, model.vocab_size, device=batch_ids.device)
     if flat:
         out, logits = out[0], logits[0]
     return (out, logits) if return_logits else out
@@ -499,7 +520,7 @@ def train_checkpoint_recipe(
         seed=recipe["seed"],
         callback=sample,
     )
-    return model, losses, samples
+    return model.eval(), losses, samples
 
 
 def save_checkpoint(
@@ -595,7 +616,8 @@ def matmul_flops(model: TinyLM, t: int, use_cache: bool) -> int:
         raise TypeError(f"model must be a TinyLM, got {type(model).__name__}")
     if isinstance(t, bool) or not isinstance(t, numbers.Integral) or not 0 <= t < model.max_len:
         raise ValueError(f"t must be an integer in [0, {model.max_len - 1}], got {t!r}")
-    ids = torch.zeros(1, t + 1, dtype=torch.long)
+    use_cache = _validate.flag("use_cache", use_cache)
+    ids = torch.zeros(1, t + 1, dtype=torch.long, device=next(model.parameters()).device)
     with torch.no_grad():
         cache = None
         if use_cache:

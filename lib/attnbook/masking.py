@@ -11,6 +11,11 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "sequence_mask",
+    "masked_softmax",
+]
+
 
 def _keep(valid_lens: torch.Tensor, positions: int) -> torch.Tensor:
     """Boolean mask, True where the position index is below the length.

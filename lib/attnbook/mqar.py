@@ -34,6 +34,20 @@ from . import _validate
 from .linear_attention import LinearSelfAttention, token_shift
 from .multihead import MultiHeadAttention
 
+__all__ = [
+    "IGNORE",
+    "ATTENTION_KINDS",
+    "MQARBatch",
+    "make_mqar_batch",
+    "guessing_accuracy",
+    "recall_accuracy",
+    "CausalSoftmaxAttention",
+    "PreLNBlock",
+    "RecallLM",
+    "MQARLog",
+    "train_mqar",
+]
+
 IGNORE = -100  # target of the positions that are not graded (cross_entropy's ignore_index)
 ATTENTION_KINDS = ("softmax", "linear")
 
@@ -148,7 +162,7 @@ def recall_accuracy(logits: torch.Tensor, targets: torch.Tensor) -> float:
         targets: (batch, length), ``IGNORE`` where not graded.
     """
     logits = _validate.tensor("logits", logits, ndim=3, floating=True)
-    targets = _validate.tensor("targets", targets, ndim=2)
+    targets = _validate.ids("targets", targets, ndim=2, upper=logits.shape[-1], allow=(IGNORE,))
     if targets.shape != logits.shape[:2]:
         raise ValueError(
             f"targets must have shape {tuple(logits.shape[:2])}, got {tuple(targets.shape)}"
@@ -188,6 +202,9 @@ class PreLNBlock(nn.Module):
 
     def __init__(self, num_hiddens: int, attention: nn.Module, ffn_hiddens: int) -> None:
         super().__init__()
+        num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
+        ffn_hiddens = _validate.nonnegative_int("ffn_hiddens", ffn_hiddens)
+        _validate.module("attention", attention, nn.Module)
         self.norm1 = nn.LayerNorm(num_hiddens)
         self.attention = attention
         if ffn_hiddens:
@@ -282,6 +299,7 @@ class RecallLM(nn.Module):
         tokens = _validate.tensor("tokens", tokens, ndim=2)
         if tokens.is_floating_point() or tokens.dtype == torch.bool:
             raise TypeError(f"tokens must hold integers, got dtype {tokens.dtype}")
+        _validate.ids("tokens", tokens, upper=self.embedding.num_embeddings)
         n = tokens.shape[1]
         if n > self.max_len:
             raise ValueError(f"tokens must have at most max_len={self.max_len} positions, got {n}")
@@ -343,6 +361,8 @@ def train_mqar(
         "length": model.max_len,
     }
     probe = make_mqar_batch(probe_size, seed=int(seed) + 1, **task)  # checks the task args
+    device = _validate.device_of(model)  # data drawn on the CPU, moved to the model
+    probe = _validate.batch_to(probe, device)
     data = torch.Generator().manual_seed(int(seed))
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     log = MQARLog()
@@ -360,7 +380,7 @@ def train_mqar(
     try:
         evaluate(0)
         for step in range(1, steps + 1):
-            sample = make_mqar_batch(batch, seed=data, **task)
+            sample = _validate.batch_to(make_mqar_batch(batch, seed=data, **task), device)
             logits = model(sample.tokens)  # (batch, length, vocab)
             loss = F.cross_entropy(
                 logits.flatten(0, 1), sample.targets.flatten(), ignore_index=IGNORE

@@ -24,6 +24,10 @@ from . import _validate
 from .masking import _check_lengths
 from .scoring import DotProductAttention, _check_qkv
 
+__all__ = [
+    "MultiHeadAttention",
+]
+
 
 class MultiHeadAttention(nn.Module):
     """Multi-head scaled dot-product attention.
@@ -65,9 +69,10 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, X: torch.Tensor) -> torch.Tensor:
         """(batch, items, num_hiddens) -> (batch * num_heads, items, num_hiddens / num_heads)."""
-        b, n, _ = X.shape
-        X = X.reshape(b, n, self.num_heads, -1)  # (b, n, h, p)
-        return X.transpose(1, 2).reshape(b * self.num_heads, n, -1)  # (b*h, n, p)
+        b, n, d = X.shape
+        p = d // self.num_heads  # named, not -1: an empty batch has no size to infer
+        X = X.reshape(b, n, self.num_heads, p)  # (b, n, h, p)
+        return X.transpose(1, 2).reshape(b * self.num_heads, n, p)  # (b*h, n, p)
 
     def merge_heads(self, X: torch.Tensor) -> torch.Tensor:
         """(batch * num_heads, items, p) -> (batch, items, num_heads * p): undoes ``split_heads``."""

@@ -30,6 +30,13 @@ from torch import nn
 
 from . import _validate
 
+__all__ = [
+    "layer_norm",
+    "rms_norm",
+    "LayerNorm",
+    "RMSNorm",
+]
+
 
 def _check(X: object, gamma: object, beta: object, eps: object) -> float:
     _validate.tensor("X", X, floating=True)

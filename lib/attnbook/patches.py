@@ -16,6 +16,11 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "patchify",
+    "unpatchify",
+]
+
 
 def _patch_size(patch_size: object) -> int:
     return _validate.positive_int("patch_size", patch_size)

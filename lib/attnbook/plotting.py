@@ -23,6 +23,13 @@ from matplotlib.ticker import MaxNLocator
 
 from . import _validate
 
+__all__ = [
+    "Figure",
+    "show_heatmaps",
+    "heatmap",
+    "plot_fit",
+]
+
 
 class Figure(_mpl_figure.Figure):
     """A matplotlib Figure that a notebook displays as PNG by itself.

@@ -15,6 +15,15 @@ from torch import nn
 from . import _validate
 from .kernels import gaussian, get_kernel
 
+__all__ = [
+    "average_pooling",
+    "nadaraya_watson",
+    "loo_cv_error",
+    "leave_one_out",
+    "NWKernelRegression",
+    "train_nw",
+]
+
 
 def _pair(x_train: object, y_train: object) -> tuple[torch.Tensor, torch.Tensor]:
     x_train = _validate.as_float_tensor("x_train", x_train, ndim=1)
@@ -126,6 +135,8 @@ def nadaraya_watson(
     """
     x_train, y_train = _pair(x_train, y_train)
     x_query = _validate.as_float_tensor("x_query", x_query, ndim=1)
+    _validate.no_nan("x_train", x_train)
+    _validate.no_nan("x_query", x_query)
     dtype = torch.promote_types(x_train.dtype, x_query.dtype)
     x_train, y_train, x_query = x_train.to(dtype), y_train.to(dtype), x_query.to(dtype)
     width = _validate.positive_number("width", width)
@@ -152,6 +163,7 @@ def loo_cv_error(
         (n_widths,) mean squared leave-one-out error for each width.
     """
     x_train, y_train = _pair(x_train, y_train)
+    _validate.no_nan("x_train", x_train)
     if x_train.shape[0] < 2:
         raise ValueError(
             f"leave-one-out needs at least 2 training examples, got {x_train.shape[0]}"
@@ -252,6 +264,7 @@ def train_nw(
     if not isinstance(model, NWKernelRegression):
         raise TypeError(f"model must be an NWKernelRegression, got {model!r}")
     x_train, y_train = _pair(x_train, y_train)
+    _validate.no_nan("x_train", x_train)
     if x_train.shape[0] < 2:
         raise ValueError(
             f"leave-one-out needs at least 2 training examples, got {x_train.shape[0]}"

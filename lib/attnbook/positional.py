@@ -14,6 +14,11 @@ from torch import nn
 
 from . import _validate
 
+__all__ = [
+    "sinusoidal_encoding",
+    "PositionalEncoding",
+]
+
 
 def sinusoidal_encoding(num_positions: int, num_hiddens: int) -> torch.Tensor:
     """The (num_positions, num_hiddens) float32 matrix P of sinusoidal encodings.

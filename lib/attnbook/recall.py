@@ -24,6 +24,12 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "RecallBatch",
+    "make_recall_batch",
+    "right_key_accuracy",
+]
+
 
 @dataclass(frozen=True)
 class RecallBatch:

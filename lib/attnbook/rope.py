@@ -25,6 +25,13 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "rope_frequencies",
+    "rope_angles",
+    "apply_rope",
+    "rope_score",
+]
+
 
 def _positions(positions: object, n: int | None = None) -> torch.Tensor:
     """Check a 1-D tensor of positions >= 0 (and of length n, if given).
@@ -164,6 +171,6 @@ def rope_score(
         raise ValueError(
             f"q and k must have the same shape, got {tuple(q.shape)} and {tuple(k.shape)}"
         )
-    qm = apply_rope(q[None], torch.tensor([m]), base)[0]
-    kn = apply_rope(k[None], torch.tensor([n]), base)[0]
+    qm = apply_rope(q[None], torch.tensor([m], device=q.device), base)[0]
+    kn = apply_rope(k[None], torch.tensor([n], device=k.device), base)[0]
     return qm @ kn

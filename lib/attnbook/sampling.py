@@ -30,6 +30,16 @@ import torch
 
 from . import _validate
 
+__all__ = [
+    "check_top_k",
+    "check_top_p",
+    "top_k_filter",
+    "top_p_filter",
+    "next_token_probs",
+    "draw",
+    "draw_margin",
+]
+
 
 def check_top_k(top_k: object) -> int | None:
     """``top_k`` as an int >= 1, or None (keep every token)."""
@@ -105,9 +115,35 @@ def next_token_probs(
     return torch.softmax(scaled, dim=-1)
 
 
-def _uniforms(rows: int, generator: torch.Generator | None) -> torch.Tensor:
-    """(rows, 1) float64 numbers in (0, 1]."""
-    return 1.0 - torch.rand(rows, 1, dtype=torch.float64, generator=generator)
+def _uniforms(
+    rows: int, generator: torch.Generator | None, device: torch.device | None = None
+) -> torch.Tensor:
+    """(rows, 1) float64 numbers in (0, 1] on ``device``.
+
+    Drawn on the generator's own device (the CPU for None, the global
+    generator) and then moved, so one seed gives the same numbers whatever
+    the device of the probabilities."""
+    source = generator.device if generator is not None else torch.device("cpu")
+    u = 1.0 - torch.rand(rows, 1, dtype=torch.float64, generator=generator, device=source)
+    return u.to(device) if device is not None else u
+
+
+def _check_probs(probs: object) -> torch.Tensor:
+    """probs: (batch, vocab) floating, finite, >= 0, each row with a positive total."""
+    probs = _validate.tensor("probs", probs, ndim=2, floating=True)
+    if probs.shape[-1] == 0:
+        raise ValueError(
+            f"probs must hold at least one token per row, got shape {tuple(probs.shape)}"
+        )
+    if probs.numel():
+        if not bool(torch.isfinite(probs).all()) or bool((probs < 0).any()):
+            raise ValueError(
+                "probs must hold finite probabilities >= 0 (logits? pass them through "
+                "next_token_probs first)"
+            )
+        if bool((probs.sum(-1) <= 0).any()):
+            raise ValueError("probs must give every row a positive total, got a row of zeros")
+    return probs
 
 
 def draw(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -118,9 +154,9 @@ def draw(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch
     reaches u times the row's total: token i with probability probs[i]. A token
     of probability 0 is never drawn.
     """
-    _validate.tensor("probs", probs, ndim=2, floating=True)
+    probs = _check_probs(probs)
     cdf = probs.double().cumsum(dim=-1)  # (batch, vocab)
-    u = _uniforms(probs.shape[0], generator) * cdf[:, -1:]  # (batch, 1)
+    u = _uniforms(probs.shape[0], generator, probs.device) * cdf[:, -1:]  # (batch, 1)
     return torch.searchsorted(cdf, u).clamp_max(probs.shape[-1] - 1)
 
 
@@ -132,7 +168,7 @@ def draw_margin(probs: torch.Tensor, generator: torch.Generator | None = None) -
     same numbers. A draw whose margin exceeds the rounding error of the
     probabilities picks the same token on every machine.
     """
-    _validate.tensor("probs", probs, ndim=2, floating=True)
+    probs = _check_probs(probs)
     cdf = probs.double().cumsum(dim=-1)  # (batch, vocab)
-    u = _uniforms(probs.shape[0], generator) * cdf[:, -1:]  # (batch, 1)
+    u = _uniforms(probs.shape[0], generator, probs.device) * cdf[:, -1:]  # (batch, 1)
     return (cdf - u).abs().min(dim=-1).values

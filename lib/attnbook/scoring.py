@@ -17,6 +17,11 @@ from torch.nn.modules.lazy import LazyModuleMixin
 from . import _validate
 from .masking import _check_lengths, masked_softmax
 
+__all__ = [
+    "DotProductAttention",
+    "AdditiveAttention",
+]
+
 
 def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
     _validate.tensor("queries", queries, ndim=3, floating=True)

@@ -43,11 +43,33 @@ from . import _validate
 from .dates import Seq2SeqBatch
 from .masking import masked_softmax
 
+__all__ = [
+    "GRUEncoder",
+    "AdditiveCrossAttention",
+    "GRUSeq2Seq",
+    "Seq2SeqLog",
+    "evaluate",
+    "train_seq2seq",
+    "date_model",
+    "train_dates",
+    "train_reversal",
+    "anti_diagonal",
+    "DATE_RECORD",
+    "NO_ATTENTION_RECORD",
+    "TRANSFORMER_RECORD",
+    "PROBE_INDICES",
+    "figure_probe",
+    "reversal_test",
+    "load_runs",
+]
+
 
 def _check_source(source: object, source_lens: object) -> tuple[torch.Tensor, torch.Tensor]:
     source = _validate.tensor("source", source, ndim=2)
     if source.dtype != torch.long:
         raise TypeError(f"source must hold int64 symbol indices, got dtype {source.dtype}")
+    if source.shape[0] == 0:
+        raise ValueError("source must hold at least one sequence, got an empty batch")
     lens = _validate.lengths(
         "source_lens", source_lens, upper=source.shape[1], device=source.device
     )
@@ -81,6 +103,7 @@ class GRUEncoder(nn.Module):
         self, source: torch.Tensor, source_lens: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         source, lens = _check_source(source, source_lens)
+        _validate.ids("source", source, upper=self.embedding.num_embeddings)
         n = source.shape[1]
         packed = pack_padded_sequence(
             self.embedding(source), lens.cpu(), batch_first=True, enforce_sorted=False
@@ -100,6 +123,7 @@ class AdditiveCrossAttention(nn.Module):
 
     def __init__(self, query_size: int, key_size: int, hiddens: int = 32) -> None:
         super().__init__()
+        hiddens = _validate.positive_int("hiddens", hiddens)
         self.W_s = nn.Linear(_validate.positive_int("query_size", query_size), hiddens, bias=False)
         self.W_h = nn.Linear(_validate.positive_int("key_size", key_size), hiddens, bias=False)
         self.v = nn.Linear(_validate.positive_int("hiddens", hiddens), 1, bias=False)
@@ -146,8 +170,12 @@ class GRUSeq2Seq(nn.Module):
         super().__init__()
         if not isinstance(attention, bool):
             raise TypeError(f"attention must be True or False, got {attention!r}")
+        source_vocab = _validate.positive_int("source_vocab", source_vocab)
         target_vocab = _validate.positive_int("target_vocab", target_vocab)
+        embed = _validate.positive_int("embed", embed)
+        enc_hiddens = _validate.positive_int("enc_hiddens", enc_hiddens)
         dec_hiddens = _validate.positive_int("dec_hiddens", dec_hiddens)
+        attn_hiddens = _validate.positive_int("attn_hiddens", attn_hiddens)
         self.use_attention = attention
         self.encoder = GRUEncoder(source_vocab, embed, enc_hiddens)
         context = 2 * enc_hiddens
@@ -180,7 +208,10 @@ class GRUSeq2Seq(nn.Module):
         self, source: torch.Tensor, source_lens: torch.Tensor, decoder_input: torch.Tensor
     ) -> torch.Tensor:
         """Teacher forcing: source (b, n), source_lens (b,), decoder_input (b, m) -> logits (b, m, V)."""
-        decoder_input = _validate.tensor("decoder_input", decoder_input, ndim=2)
+        source, _ = _check_source(source, source_lens)
+        decoder_input = _validate.ids(
+            "decoder_input", decoder_input, ndim=2, upper=self.embedding.num_embeddings
+        )
         if decoder_input.shape[0] != source.shape[0]:
             raise ValueError(
                 f"decoder_input must have {source.shape[0]} rows like source, "

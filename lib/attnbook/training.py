@@ -33,6 +33,12 @@ from . import _validate
 from .recall import RecallBatch, _generator, make_recall_batch, right_key_accuracy
 from .scoring import _check_qkv
 
+__all__ = [
+    "RecallAttention",
+    "TrainingLog",
+    "train_recall",
+]
+
 
 class RecallAttention(nn.Module):
     """Multi-head dot-product attention whose only job is to choose keys.

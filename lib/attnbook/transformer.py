@@ -36,6 +36,12 @@ from . import _validate
 from .multihead import MultiHeadAttention
 from .norms import LayerNorm
 
+__all__ = [
+    "PositionWiseFFN",
+    "TransformerBlock",
+    "gradient_norms_at_init",
+]
+
 
 class PositionWiseFFN(nn.Module):
     """Two linear maps with a ReLU between, applied to every position on its own.
@@ -56,6 +62,20 @@ class PositionWiseFFN(nn.Module):
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """X (..., num_hiddens) -> (..., num_hiddens)."""
         return self.linear2(self.dropout(torch.relu(self.linear1(X))))
+
+
+def _check_block_args(
+    num_hiddens: object, num_heads: object, ffn_hiddens: object, dropout: object, norm_first: object
+) -> tuple[int, int, int, float, bool]:
+    """The checks every Transformer block makes of its sizes (internal; shared by
+    :class:`TransformerBlock` and :class:`attnbook.decoder.TransformerDecoderLayer`)."""
+    return (
+        _validate.positive_int("num_hiddens", num_hiddens),
+        _validate.positive_int("num_heads", num_heads),
+        _validate.positive_int("ffn_hiddens", ffn_hiddens),
+        _validate.probability("dropout", dropout),
+        _validate.flag("norm_first", norm_first),
+    )
 
 
 class TransformerBlock(nn.Module):
@@ -86,12 +106,9 @@ class TransformerBlock(nn.Module):
         eps: float = 1e-5,
     ) -> None:
         super().__init__()
-        num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
-        num_heads = _validate.positive_int("num_heads", num_heads)
-        ffn_hiddens = _validate.positive_int("ffn_hiddens", ffn_hiddens)
-        dropout = _validate.probability("dropout", dropout)
-        if not isinstance(norm_first, bool):
-            raise TypeError(f"norm_first must be True or False, got {norm_first!r}")
+        num_hiddens, num_heads, ffn_hiddens, dropout, norm_first = _check_block_args(
+            num_hiddens, num_heads, ffn_hiddens, dropout, norm_first
+        )
         self.num_hiddens = num_hiddens
         self.num_heads = num_heads
         self.ffn_hiddens = ffn_hiddens

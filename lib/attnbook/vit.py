@@ -28,6 +28,16 @@ from .norms import LayerNorm
 from .patches import patchify
 from .transformer import TransformerBlock
 
+__all__ = [
+    "TinyViT",
+    "build_vit",
+    "build_cnn",
+    "build_mlp",
+    "train_vit",
+    "predict_proba",
+    "accuracy",
+]
+
 
 class TinyViT(nn.Module):
     """A Vision Transformer: patch embedding, [CLS], learned positions, pre-LN blocks.
@@ -172,13 +182,20 @@ def train_vit(
     model is left in eval mode. Runs on one thread (faster for a model this
     small; the result does not depend on the thread count).
     """
+    _validate.module("model", model, nn.Module)
     _validate.tensor("X", X, ndim=4, floating=True)
     _validate.tensor("y", y, ndim=1)
     if len(X) != len(y):
         raise ValueError(f"X and y must hold as many examples, got {len(X)} and {len(y)}")
+    classes = getattr(getattr(model, "head", None), "out_features", None)
+    if isinstance(classes, int):
+        _validate.labels("y", y, count=len(X), num_classes=classes)
     epochs = _validate.positive_int("epochs", epochs)
     batch_size = _validate.positive_int("batch_size", batch_size)
     lr = _validate.positive_number("lr", lr)
+    weight_decay = _validate.finite_number("weight_decay", weight_decay)
+    if weight_decay < 0:
+        raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
     generator = torch.Generator().manual_seed(_seed(seed))
     steps = (len(X) + batch_size - 1) // batch_size
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -209,12 +226,20 @@ def train_vit(
 @torch.no_grad()
 def predict_proba(model: nn.Module, X: torch.Tensor, batch_size: int = 500) -> torch.Tensor:
     """Class probabilities (n, classes) of images X (n, C, H, W), in eval mode."""
+    _validate.module("model", model, nn.Module)
     _validate.tensor("X", X, ndim=4, floating=True)
-    model.eval()
-    parts = [torch.softmax(model(X[i : i + batch_size]), -1) for i in range(0, len(X), batch_size)]
+    batch_size = _validate.positive_int("batch_size", batch_size)
+    with _validate.eval_mode(model):
+        if len(X) == 0:
+            return torch.softmax(model(X), -1)
+        parts = [
+            torch.softmax(model(X[i : i + batch_size]), -1) for i in range(0, len(X), batch_size)
+        ]
     return torch.cat(parts)
 
 
 def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
     """The fraction of images X (n, C, H, W) whose most probable class is y (n,)."""
-    return float((predict_proba(model, X).argmax(-1) == y).float().mean())
+    probs = predict_proba(model, X)
+    y = _validate.labels("y", y, count=len(X), num_classes=probs.shape[-1])
+    return float((probs.argmax(-1) == y.to(probs.device)).float().mean())

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import math
 from importlib import resources
 
 import torch
@@ -32,6 +33,19 @@ from .explain import (
     spearman,
 )
 from .vit import TinyViT, accuracy, build_cnn, build_mlp, build_vit, train_vit
+
+__all__ = [
+    "SETTING",
+    "NUM_EXPLAINED",
+    "MLP_SIZES",
+    "ORDERS",
+    "fills",
+    "measure",
+    "run_seed",
+    "baselines",
+    "load_sweep",
+    "records_agree",
+]
 
 SETTING = {"epochs": 40, "batch_size": 64, "lr": 3e-3, "weight_decay": 0.05}
 NUM_EXPLAINED = 100
@@ -171,9 +185,16 @@ def records_agree(live: dict[str, float], stored: dict[str, float]) -> list[str]
         "top match": 0.1,
         "deletion": 0.1,
     }
+    for name, record in (("live", live), ("stored", stored)):
+        if not isinstance(record, dict):
+            raise TypeError(f"{name} must be a dict of numbers, got {record!r}")
+    missing = sorted(set(stored) - set(live))
+    if missing:
+        raise ValueError(f"live must hold every entry of stored, missing {missing}")
     problems = []
     for key, value in stored.items():
         allowed = next((tolerance[k] for k in tolerance if k in key), 0.15)
-        if abs(live[key] - value) > allowed:
+        # A NaN compares as "not too far" from anything: name it as a problem.
+        if not math.isfinite(live[key]) or abs(live[key] - value) > allowed:
             problems.append(f"{key}: live {live[key]:.4f}, stored {value:.4f}")
     return problems

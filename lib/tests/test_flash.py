@@ -242,7 +242,7 @@ def small_problems(draw):
 
 
 @given(small_problems())
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=10, deadline=None)  # the gradients are also checked against sdpa below
 def test_flash_attention_passes_gradcheck(problem):
     q, k, v, block, causal = problem
     leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]

@@ -167,7 +167,9 @@ def test_guessing_accuracy_matches_a_simulation_of_the_strategy():
             total += 1
     assert abs(hits[False] / total - mqar.guessing_accuracy(4)) < 0.01
     assert abs(hits[True] / total - mqar.guessing_accuracy(4, rule_out_asked=True)) < 0.01
-    assert mqar.guessing_accuracy(4, rule_out_asked=True) == (1 + 1 / 2 + 1 / 3 + 1 / 4) / 4
+    assert mqar.guessing_accuracy(4, rule_out_asked=True) == pytest.approx(
+        (1 + 1 / 2 + 1 / 3 + 1 / 4) / 4, abs=1e-12
+    )
     with pytest.raises(TypeError, match="rule_out_asked must be True or False"):
         mqar.guessing_accuracy(4, rule_out_asked="yes")
 

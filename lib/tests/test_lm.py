@@ -288,6 +288,9 @@ def test_train_lm_lowers_the_loss_and_checks_its_arguments():
     model = lm.TinyLM(tokenizer.vocab_size, 16, 2, 1, 12)
     losses = lm.train_lm(model, tokenizer.encode(text), 60, batch_size=8, lr=1e-2)
     assert len(losses) == 60 and sum(losses[-10:]) / 10 < 0.5 * losses[0]
+    assert model.training  # the caller's mode (a new model trains) is kept
+    model.eval()
+    lm.train_lm(model, tokenizer.encode(text), 1)
     assert not model.training
     with pytest.raises(ValueError, match="context must be at most max_len=12, got 13"):
         lm.train_lm(model, tokenizer.encode(text), 1, context=13)
@@ -328,6 +331,7 @@ def test_checkpoint_recipe_still_learns():
         torch.set_num_threads(threads)
     assert losses[0] > 3.8
     assert sum(losses[-10:]) / 10 < 3.1
+    assert not model.training  # returned in eval mode, as documented
     assert re.fullmatch(r"[ -~\n]*", lm.load_corpus())
 
 

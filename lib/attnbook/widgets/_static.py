@@ -8,13 +8,20 @@ from __future__ import annotations
 import base64
 import html
 import io
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from PIL import Image
 
-if TYPE_CHECKING:
-    from ._core import Control
+
+class Control(Protocol):
+    """What a control's static HTML reads (``_core.Control`` has it); a protocol,
+    so that this module does not import ``_core``, which imports it."""
+
+    stops: list
+    labels: list[str]
+    description: str
+    kind: str
 
 
 def _data_url(picture: bytes) -> str:

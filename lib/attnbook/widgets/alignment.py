@@ -21,6 +21,11 @@ from ..dates import SOURCE_VOCAB, TARGET_VOCAB
 from ..seq2seq import Seq2SeqLog
 from ._core import Explorer, Renderer, menu_control, range_control
 
+__all__ = [
+    "AlignmentExplorer",
+    "alignment_explorer",
+]
+
 
 def _show(char: str) -> str:
     return "\u00b7" if char == " " else char

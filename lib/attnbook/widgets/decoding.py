@@ -23,6 +23,12 @@ from .. import _validate
 from ..lm import CharTokenizer, KVCache, TinyLM
 from ._core import Explorer, Renderer, bars, range_control, set_bar_heights, text_with_tail
 
+__all__ = [
+    "decoding_trace",
+    "DecodingExplorer",
+    "decoding_explorer",
+]
+
 _SHOW = {" ": "\u00b7", "\n": "\u00b6"}  # how a space and a newline are labelled
 
 

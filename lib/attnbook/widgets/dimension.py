@@ -20,6 +20,12 @@ from matplotlib.figure import Figure
 from .. import _validate
 from ._core import Explorer, Renderer, bars, range_control, set_bar_heights
 
+__all__ = [
+    "DEFAULT_DIMS",
+    "DimensionExplorer",
+    "dimension_explorer",
+]
+
 DEFAULT_DIMS = (1, 2, 3, 5, 8, 12, 20, 32, 50, 80, 128, 200, 320, 512)
 _SAMPLES = 2000  # random queries behind the mean curves of the right panel
 

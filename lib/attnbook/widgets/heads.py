@@ -28,6 +28,17 @@ from matplotlib.figure import Figure
 from ..multihead import MultiHeadAttention
 from ._core import Explorer, Renderer, range_control, text_with_tail
 
+__all__ = [
+    "TEXT",
+    "WIDTH",
+    "DEFAULT_HEADS",
+    "MATCH_SCORE",
+    "hand_made_tokens",
+    "hand_made_layer",
+    "HeadsExplorer",
+    "heads_explorer",
+]
+
 TEXT = "abcadbac"
 WIDTH = 16  # features per token: 8 position, 4 symbol, 4 unused
 DEFAULT_HEADS = (1, 2, 4, 8, 16)

@@ -20,6 +20,11 @@ from matplotlib.figure import Figure
 from ..induction import InductionLog, induction_targets
 from ._core import Explorer, Renderer, range_control, text_with_tail
 
+__all__ = [
+    "InductionStepsExplorer",
+    "induction_steps_explorer",
+]
+
 
 class _InductionStepsRenderer(Renderer):
     figsize = (10.4, 3.3)

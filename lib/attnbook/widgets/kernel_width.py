@@ -14,6 +14,12 @@ from ..kernels import KERNELS, get_kernel
 from ..pooling import nadaraya_watson
 from ._core import Explorer, Renderer, menu_control, range_control
 
+__all__ = [
+    "DEFAULT_WIDTHS",
+    "KernelWidthExplorer",
+    "kernel_width_explorer",
+]
+
 # Twelve stops, roughly log-spaced from 0.05 to 5 (each step a factor 1.3 to 2),
 # keeping each kernel's best width on this data (0.25, 0.5, 0.7). Every stop
 # costs a row of pictures on the static page (one per kernel), within its 1 MiB.

@@ -21,6 +21,14 @@ from .. import _validate
 from ..transformer import gradient_norms_at_init
 from ._core import Explorer, Renderer, menu_control, range_control, text_with_tail
 
+__all__ = [
+    "DEFAULT_DEPTHS",
+    "PLACEMENTS",
+    "placement_gradient_norms",
+    "NormPlacementExplorer",
+    "norm_placement_explorer",
+]
+
 DEFAULT_DEPTHS = (1, 2, 3, 4, 6, 8, 12, 16, 20, 24)
 PLACEMENTS = ("post-LN", "pre-LN")
 _COLOURS = {"post-LN": "tab:red", "pre-LN": "tab:blue"}

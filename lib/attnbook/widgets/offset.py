@@ -21,6 +21,13 @@ from .. import _validate
 from ..positional import sinusoidal_encoding
 from ._core import Explorer, Renderer, range_control, text_with_tail
 
+__all__ = [
+    "DEFAULT_OFFSETS",
+    "OffsetExplorer",
+    "offset_explorer",
+    "offset_dot_product",
+]
+
 DEFAULT_OFFSETS = tuple(range(21))
 
 

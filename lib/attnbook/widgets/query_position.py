@@ -19,6 +19,12 @@ from .. import _validate
 from ..pooling import nadaraya_watson
 from ._core import Explorer, Renderer, bars, range_control, set_bar_heights
 
+__all__ = [
+    "DEFAULT_VALUES",
+    "QueryPositionExplorer",
+    "query_position_explorer",
+]
+
 # Flat-white prices (euros) of ten cafés along one street, at positions 0 to 9;
 # the first five are the town's cafés of the chapter.
 DEFAULT_VALUES = (3.10, 3.60, 2.80, 4.20, 3.30, 2.90, 3.80, 3.40, 4.00, 3.20)

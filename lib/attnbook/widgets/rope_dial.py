@@ -24,6 +24,14 @@ from ..positional import sinusoidal_encoding
 from ..rope import apply_rope
 from ._core import Explorer, Renderer, menu_control, range_control, text_with_tail
 
+__all__ = [
+    "DEFAULT_SHIFTS",
+    "DIAL_SCHEMES",
+    "dial_scores",
+    "RopeDialExplorer",
+    "rope_dial_explorer",
+]
+
 DEFAULT_SHIFTS = tuple(range(0, 21, 2))
 DIAL_SCHEMES = ("RoPE", "ALiBi", "sinusoidal", "NoPE")
 _D = 8  # the head size of the dial's query and key

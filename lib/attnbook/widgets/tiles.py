@@ -23,6 +23,11 @@ from matplotlib.patches import Rectangle
 from ..flash import tile_trace
 from ._core import Explorer, Renderer, range_control, text_with_tail
 
+__all__ = [
+    "TilesExplorer",
+    "tiles_explorer",
+]
+
 _PENDING = (0.8, 0.8, 0.8, 1.0)  # a row not reached yet (its bar has height 0 anyway)
 _WORKING = (0.95, 0.55, 0.15, 1.0)  # running: more tiles to come
 _FINAL = (0.2, 0.6, 0.3, 1.0)  # output row final

@@ -19,6 +19,11 @@ from matplotlib.patches import Rectangle
 from ..training import TrainingLog
 from ._core import Explorer, Renderer, range_control
 
+__all__ = [
+    "TrainingStepsExplorer",
+    "training_steps_explorer",
+]
+
 
 class _TrainingStepsRenderer(Renderer):
     figsize = (8.6, 3.4)

@@ -13,6 +13,11 @@ from .. import _validate
 from ..masking import masked_softmax
 from ._core import Explorer, Renderer, range_control
 
+__all__ = [
+    "ValidLengthExplorer",
+    "valid_length_explorer",
+]
+
 
 class _ValidLengthRenderer(Renderer):
     """Masked-softmax weights for each valid length, with the masked keys hatched.

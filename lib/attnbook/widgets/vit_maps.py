@@ -29,6 +29,13 @@ from ..explain import attention_rollout, cls_attention, occlusion_scores, spearm
 from ..vit import TinyViT
 from ._core import Explorer, Renderer, bars, menu_control, range_control, set_bar_heights
 
+__all__ = [
+    "OVERLAY",
+    "VitMapsExplorer",
+    "default_images",
+    "vit_maps_explorer",
+]
+
 OVERLAY = 0.7  # the top of the colour scale used: the darkest red leaves the ink visible
 
 
