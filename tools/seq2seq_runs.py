@@ -4,14 +4,18 @@ Chapter 13 (book/cross-attention.ipynb) trains one GRU with attention live
 (seed 0) and prints the seed sweeps from the file this program writes,
 ``lib/attnbook/seq2seq_data/runs.json``: the held-out exact match over
 training of the GRU with and without attention on dates, sequence reversal
-with and without attention, the small Transformer encoder-decoder, and
-alignment statistics. The chapter re-runs seed 0 of the date model and
+with and without attention (and, without, the accuracy at each output
+position), the small Transformer encoder-decoder with its symbol embeddings
+scaled by sqrt(D) (as shipped) and without that factor (the ablation: exact
+match per format and accuracy per output position for both), alignment
+statistics, and the century swap (which route, the decoder's initial state or
+the attended states, carries the century of the numeric dates). The chapter re-runs seed 0 of the date model and
 asserts that it matches the stored record, so the file cannot drift from the
 library. It is not a test.
 
     OMP_NUM_THREADS=1 python tools/seq2seq_runs.py   # or: make seq2seq-runs
 
-About 4 minutes of CPU time on one thread for the three seeds (seeds 0, 1, 2);
+About 5 minutes of CPU time on one thread for the three seeds (seeds 0, 1, 2);
 ``--seed N --part DIR`` runs one seed into DIR and ``--merge DIR`` writes the file
 from such parts, so that seeds can run side by side.
 """
@@ -25,13 +29,14 @@ from pathlib import Path
 
 import torch
 
-from attnbook.dates import SOURCE_VOCAB, TARGET_VOCAB, DateTask, alignment_summary
+from attnbook.dates import FORMATS, SOURCE_VOCAB, TARGET_VOCAB, DateTask, alignment_summary
 from attnbook.decoder import TransformerSeq2Seq
 from attnbook.seq2seq import (
     DATE_RECORD,
     NO_ATTENTION_RECORD,
     TRANSFORMER_RECORD,
     anti_diagonal,
+    century_swap,
     date_model,
     evaluate,
     figure_probe,
@@ -64,6 +69,8 @@ def one_seed(seed: int) -> dict:
     }
     fresh = date_model(True, seed)
     result["attention"]["alignment_at_0"] = summary(evaluate(fresh, test)[3], test)
+    # Which route carries the century: s_0 swapped for the other century's.
+    result["attention"]["century_swap"] = century_swap(model, test)
     # The same GRUs without attention, trained twice as long.
     _, log = train_dates(seed, False, NO_ATTENTION_RECORD[-1], record=NO_ATTENTION_RECORD)
     result["no_attention"] = {
@@ -80,17 +87,27 @@ def one_seed(seed: int) -> dict:
             "token_accuracy": round(log.token_accuracy[-1], 4),
             "cpu_seconds": round(log.cpu_seconds, 1),
         }
+        _, _, tokens, weights = evaluate(model, reversal_test())
+        right = (tokens == reversal_test().target).float().mean(0)  # (20,) per output position
+        entry["position_accuracy"] = rounded(right, 3)
         if attention:
-            entry["anti_diagonal"] = round(anti_diagonal(evaluate(model, reversal_test())[3]), 4)
+            entry["anti_diagonal"] = round(anti_diagonal(weights), 4)
             if seed == 0:
                 entry["probe_weights"] = [rounded(r, 3) for r in log.weights[-1][0].tolist()]
                 entry["probe_source"] = log.probe.source[0].tolist()
                 entry["probe_prediction"] = log.predictions[-1][0]
         result["reversal"][name] = entry
-    # The small Transformer encoder-decoder on dates.
+    # The small Transformer encoder-decoder on dates: symbol embeddings times
+    # sqrt(D) as shipped, and the ablation without that factor.
+    for key, scaled in (("transformer", True), ("transformer_unscaled", False)):
+        result[key] = transformer_run(seed, scaled, test)
+    return result
+
+
+def transformer_run(seed: int, scaled: bool, test) -> dict:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = TransformerSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB))
+        model = TransformerSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB), scale_embeddings=scaled)
     model, log = train_dates(
         seed,
         model=model,
@@ -99,9 +116,10 @@ def one_seed(seed: int) -> dict:
         warmup=50,
         record=TRANSFORMER_RECORD,
     )
-    weights = evaluate(model, test)[3]  # (b, heads, m, n)
+    _, _, tokens, weights = evaluate(model, test)  # weights (b, heads, m, n)
+    right = tokens == test.target  # (b, m)
     heads = weights.shape[1]
-    result["transformer"] = {
+    entry = {
         "exact": rounded(log.exact),
         "cpu_seconds": round(log.cpu_seconds, 1),
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -109,15 +127,20 @@ def one_seed(seed: int) -> dict:
         "head_max_weight": [
             round(alignment_summary(weights[:, h], test)["max_weight"], 4) for h in range(heads)
         ],
+        "format_exact": {
+            fmt: round(float(right[[f == fmt for f in test.formats]].all(1).float().mean()), 4)
+            for fmt in FORMATS
+        },
+        "position_accuracy": rounded(right.float().mean(0), 3),
     }
-    if seed == 0:
+    if seed == 0 and scaled:
         probe = figure_probe()
         w = evaluate(model, probe)[3]  # (p, heads, m, n)
-        result["transformer"]["probe_texts"] = list(probe.texts)
-        result["transformer"]["probe_weights"] = [
+        entry["probe_texts"] = list(probe.texts)
+        entry["probe_weights"] = [
             [[rounded(row, 3) for row in head] for head in example] for example in w.tolist()
         ]
-    return result
+    return entry
 
 
 def write(runs: list[dict]) -> None:

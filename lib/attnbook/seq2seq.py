@@ -6,8 +6,9 @@ position, and a final state (the forward GRU's last state beside the backward
 GRU's first) that summarises the whole source.
 
 The **decoder** writes the target one symbol at a time. Its GRU cell starts
-from the encoder's final state (through a ``tanh`` layer) and at step t reads
-the previous output y_{t-1} (the start symbol at t = 1):
+from s_0 = tanh(W_b z + b_b), made from the encoder's final state z by the
+``bridge`` layer (with and without attention), and at step t reads the
+embedding of the previous output y_{t-1} (the start symbol at t = 0):
 
 * **with attention** (:class:`GRUSeq2Seq` with ``attention=True``), the new
   decoder state s_t is the query. It scores every encoder state with the
@@ -15,7 +16,8 @@ the previous output y_{t-1} (the start symbol at t = 1):
   the valid source positions into weights alpha_tj with a masked softmax, and
   reads the context c_t = sum_j alpha_tj h_j. The output layer sees [s_t; c_t].
   (The query is the state *after* reading y_{t-1}, the ordering of Luong et
-  al.; Bahdanau et al. score with the state before it.)
+  al.; Bahdanau et al. score with the state before it. The context is not fed
+  back into the cell: neither Bahdanau's recurrence nor Luong's input feeding.)
 * **without attention** (``attention=False``), the encoder's final state z is
   the only view of the source: it is fed to the cell at every step beside
   y_{t-1}, and the output layer sees [s_t; z].
@@ -25,7 +27,10 @@ the previous output y_{t-1} (the start symbol at t = 1):
 ``greedy(source, source_lens, length) -> (tokens, weights)`` (this module's
 GRU models and :class:`attnbook.decoder.TransformerSeq2Seq`) with teacher
 forcing, Adam and gradient clipping, and records the held-out exact match and
-the alignment weights of a few probe examples as it goes.
+the alignment weights of a few probe examples as it goes. :func:`rewrite`
+decodes date strings, optionally starting the decoder from the s_0 of other
+strings, and :func:`century_swap` measures which of the two routes (s_0 or the
+attended states) carries the century of the numeric dates.
 """
 
 from __future__ import annotations
@@ -166,6 +171,11 @@ class GRUSeq2Seq(nn.Module):
         projected = self.attention.keys(states) if self.use_attention else None
         return states, final, projected, lens, torch.tanh(self.bridge(final))
 
+    @torch.no_grad()
+    def initial_state(self, source: torch.Tensor, source_lens: torch.Tensor) -> torch.Tensor:
+        """The decoder's first state s_0 = tanh(W_b z + b_b) for these sources: (b, dec_hiddens)."""
+        return self._start(source, source_lens)[-1]
+
     def _step(self, previous, s, memory):
         states, final, projected, lens = memory
         y = self.embedding(previous)  # (b, E)
@@ -200,11 +210,28 @@ class GRUSeq2Seq(nn.Module):
 
     @torch.no_grad()
     def greedy(
-        self, source: torch.Tensor, source_lens: torch.Tensor, length: int
+        self,
+        source: torch.Tensor,
+        source_lens: torch.Tensor,
+        length: int,
+        initial_state: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Greedy decoding of ``length`` symbols: tokens (b, length), weights (b, length, n) or None."""
+        """Greedy decoding of ``length`` symbols: tokens (b, length), weights (b, length, n) or None.
+
+        ``initial_state`` (b, dec_hiddens), if given, replaces the s_0 made from
+        this source (an intervention: the rest of the decoding still reads
+        this source's encoder states).
+        """
         length = _validate.positive_int("length", length)
         states, final, projected, lens, s = self._start(source, source_lens)
+        if initial_state is not None:
+            initial_state = _validate.tensor("initial_state", initial_state, ndim=2, floating=True)
+            if initial_state.shape != s.shape:
+                raise ValueError(
+                    f"initial_state must have shape {tuple(s.shape)} (batch, dec_hiddens), "
+                    f"got {tuple(initial_state.shape)}"
+                )
+            s = initial_state.to(s)
         memory = (states, final, projected, lens)
         previous = torch.zeros(source.shape[0], dtype=torch.long, device=source.device)
         tokens, weights = [], []
@@ -454,6 +481,70 @@ def anti_diagonal(weights: torch.Tensor) -> float:
         )
     expected = torch.arange(n - 1, -1, -1, device=weights.device)  # (n,)
     return float((weights.argmax(-1) == expected).float().mean())
+
+
+def rewrite(model: GRUSeq2Seq, texts, *, start_from=None) -> list[str]:
+    """Greedy decoding of date strings ``texts`` (any characters of the source vocabulary).
+
+    With ``start_from`` (as many strings as ``texts``), the decoder reads the
+    encoder states of ``texts`` but starts from the initial state s_0 made from
+    ``start_from``: the swap that separates the two routes from the source.
+    """
+    from .dates import TARGET_LENGTH, TARGET_VOCAB, encode_sources
+
+    if not isinstance(model, GRUSeq2Seq):
+        raise TypeError(f"model must be a GRUSeq2Seq, got {type(model).__name__}")
+    source, lens = encode_sources(texts)
+    initial = None
+    if start_from is not None:
+        other, other_lens = encode_sources(start_from)
+        if other.shape[0] != source.shape[0]:
+            raise ValueError(
+                f"start_from must hold one string per text ({source.shape[0]}), "
+                f"got {other.shape[0]}"
+            )
+        initial = model.initial_state(other, other_lens)
+    was_training = model.training
+    model.eval()
+    try:
+        tokens, _ = model.greedy(source, lens, TARGET_LENGTH, initial_state=initial)
+    finally:
+        model.train(was_training)
+    return [TARGET_VOCAB.decode(row) for row in tokens]
+
+
+def other_century(text: str) -> str:
+    """A numeric date "dd/mm/yy" with its year moved to the other century (yy + 50 mod 100)."""
+    if not isinstance(text, str) or len(text) != 8 or text[2] != "/" or text[5] != "/":
+        raise ValueError(f"text must be a numeric date 'dd/mm/yy', got {text!r}")
+    return f"{text[:6]}{(int(text[6:]) + 50) % 100:02d}"
+
+
+def century_swap(model: GRUSeq2Seq, batch: Seq2SeqBatch) -> dict[str, int]:
+    """Which route carries the century of the numeric dates of ``batch``.
+
+    Each numeric date is decoded with its own encoder states (keys and values)
+    but with the s_0 of the same date moved to the other century
+    (:func:`other_century`). Returns counts: ``dates`` (numeric dates tried),
+    ``follows_start`` (the century written is that of s_0's date) and
+    ``follows_states`` (it is that of the attended states' date).
+    """
+    if not isinstance(batch, Seq2SeqBatch) or batch.formats is None:
+        raise TypeError("batch must be a Seq2SeqBatch of dates (with texts and formats)")
+    texts = [t for t, f in zip(batch.texts, batch.formats) if f == "numeric"]
+    if not texts:
+        raise ValueError("batch holds no numeric date")
+    swapped = [other_century(t) for t in texts]
+    outputs = rewrite(model, texts, start_from=swapped)
+
+    def century(text):
+        return "19" if int(text[6:]) >= 50 else "20"
+
+    return {
+        "dates": len(texts),
+        "follows_start": sum(o[:2] == century(s) for o, s in zip(outputs, swapped)),
+        "follows_states": sum(o[:2] == century(t) for o, t in zip(outputs, texts)),
+    }
 
 
 # The steps at which the chapter's runs score the held-out dates.
