@@ -132,6 +132,10 @@ class GRUSeq2Seq(nn.Module):
         enc_hiddens: the size of each direction of the encoder GRU (states are 2x).
         dec_hiddens: the size of the decoder's GRU cell.
         attn_hiddens: the size A of the additive score's hidden layer.
+        bridge: True (the default) to start the decoder from s_0 = tanh(W_b z + b_b),
+            made from the encoder's final state z; False to start it from zeros,
+            so that with attention the source reaches the decoder only through
+            the attended states (an ablation).
 
     After ``forward`` or ``greedy``, ``attention_weights`` holds the (b, m, n)
     weights of every output step over the source (None without attention).
@@ -147,16 +151,20 @@ class GRUSeq2Seq(nn.Module):
         enc_hiddens: int = 32,
         dec_hiddens: int = 64,
         attn_hiddens: int = 32,
+        bridge: bool = True,
     ) -> None:
         super().__init__()
         if not isinstance(attention, bool):
             raise TypeError(f"attention must be True or False, got {attention!r}")
+        if not isinstance(bridge, bool):
+            raise TypeError(f"bridge must be True or False, got {bridge!r}")
         target_vocab = _validate.positive_int("target_vocab", target_vocab)
         dec_hiddens = _validate.positive_int("dec_hiddens", dec_hiddens)
         self.use_attention = attention
         self.encoder = GRUEncoder(source_vocab, embed, enc_hiddens)
         context = 2 * enc_hiddens
-        self.bridge = nn.Linear(context, dec_hiddens)
+        self.bridge = nn.Linear(context, dec_hiddens) if bridge else None
+        self.dec_hiddens = dec_hiddens
         self.embedding = nn.Embedding(target_vocab, embed)
         self.cell = nn.GRUCell(embed if attention else embed + context, dec_hiddens)
         self.attention = (
@@ -169,7 +177,11 @@ class GRUSeq2Seq(nn.Module):
         states, final = self.encoder(source, source_lens)  # (b, n, 2H), (b, 2H)
         lens = source_lens.to(device=source.device, dtype=torch.long)
         projected = self.attention.keys(states) if self.use_attention else None
-        return states, final, projected, lens, torch.tanh(self.bridge(final))
+        if self.bridge is None:
+            s = final.new_zeros(final.shape[0], self.dec_hiddens)  # (b, S)
+        else:
+            s = torch.tanh(self.bridge(final))  # (b, S)
+        return states, final, projected, lens, s
 
     @torch.no_grad()
     def initial_state(self, source: torch.Tensor, source_lens: torch.Tensor) -> torch.Tensor:
@@ -386,13 +398,13 @@ def _train(model, next_batch, test, steps, seed, lr, clip, warmup, record, probe
     return log
 
 
-def date_model(attention: bool = True, seed: int = 0) -> GRUSeq2Seq:
+def date_model(attention: bool = True, seed: int = 0, *, bridge: bool = True) -> GRUSeq2Seq:
     """The chapter's GRU model for dates (embedding 32, encoder 2 x 32, decoder 64, A 32)."""
     from .dates import SOURCE_VOCAB, TARGET_VOCAB
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return GRUSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB), attention)
+        return GRUSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB), attention, bridge=bridge)
 
 
 def train_dates(

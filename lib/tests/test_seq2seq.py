@@ -411,3 +411,21 @@ def test_bad_input_of_the_interventions():
         other_century("17 Nov 72")
     with pytest.raises(ValueError, match="batch holds no numeric date"):
         century_swap(model, encode_dates([DAY], ["long"]))
+
+
+def test_zero_start_has_no_route_from_the_final_state():
+    """bridge=False: s_0 is zeros, and with attention the encoder's final state z
+    reaches the decoder through nothing (replacing it changes no logit)."""
+    torch.manual_seed(6)
+    model = GRUSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB), bridge=False).eval()
+    assert model.bridge is None
+    batch = DateTask(0).test_batch(4)
+    assert torch.equal(model.initial_state(batch.source, batch.source_lens), torch.zeros(4, 64))
+    with torch.no_grad():
+        states, final = model.encoder(batch.source, batch.source_lens)
+        logits = model(batch.source, batch.source_lens, batch.decoder_input())
+        model.encoder.forward = lambda source, lens: (states, torch.randn_like(final))
+        same = model(batch.source, batch.source_lens, batch.decoder_input())
+    torch.testing.assert_close(same, logits)
+    with pytest.raises(TypeError, match="bridge must be True or False"):
+        GRUSeq2Seq(45, 12, bridge=0)
