@@ -429,3 +429,15 @@ def test_zero_start_has_no_route_from_the_final_state():
     torch.testing.assert_close(same, logits)
     with pytest.raises(TypeError, match="bridge must be True or False"):
         GRUSeq2Seq(45, 12, bridge=0)
+
+
+def test_stored_century_swap_and_unscaled_transformer():
+    runs = load_runs()
+    for run in runs["runs"]:
+        swap = run["attention"]["century_swap"]
+        assert swap["follows_start"] + swap["follows_states"] <= swap["dates"] == 250
+        for key in ("transformer", "transformer_unscaled"):
+            assert len(run[key]["exact"]) == len(runs["transformer_record"])
+            assert set(run[key]["format_exact"]) == set(FORMATS)
+        assert len(run["reversal"]["no_attention"]["position_accuracy"]) == 20
+        assert run["zero_start"]["exact"] >= 0.99
