@@ -87,7 +87,7 @@ def one_seed(seed: int, only: str | None = None) -> dict:
     }
     fresh = date_model(True, seed)
     result["attention"]["alignment_at_0"] = summary(evaluate(fresh, test)[3], test)
-    # Which route carries the century: s_0 swapped for the other century's.
+    # Which route carries the century: s_{-1} swapped for the other century's.
     result["attention"]["century_swap"] = century_swap(model, test)
     # The same GRUs without attention, trained twice as long.
     _, log = train_dates(seed, False, NO_ATTENTION_RECORD[-1], record=NO_ATTENTION_RECORD)

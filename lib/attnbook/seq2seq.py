@@ -6,7 +6,8 @@ position, and a final state (the forward GRU's last state beside the backward
 GRU's first) that summarises the whole source.
 
 The **decoder** writes the target one symbol at a time. Its GRU cell starts
-from s_0 = tanh(W_b z + b_b), made from the encoder's final state z by the
+from s_{-1} = tanh(W_b z + b_b) (the state before the first
+output; s_t writes y_t), made from the encoder's final state z by the
 ``bridge`` layer (with and without attention), and at step t reads the
 embedding of the previous output y_{t-1} (the start symbol at t = 0):
 
@@ -28,8 +29,8 @@ embedding of the previous output y_{t-1} (the start symbol at t = 0):
 GRU models and :class:`attnbook.decoder.TransformerSeq2Seq`) with teacher
 forcing, Adam and gradient clipping, and records the held-out exact match and
 the alignment weights of a few probe examples as it goes. :func:`rewrite`
-decodes date strings, optionally starting the decoder from the s_0 of other
-strings, and :func:`century_swap` measures which of the two routes (s_0 or the
+decodes date strings, optionally starting the decoder from the s_{-1} of other
+strings, and :func:`century_swap` measures which of the two routes (s_{-1} or the
 attended states) carries the century of the numeric dates.
 """
 
@@ -132,7 +133,7 @@ class GRUSeq2Seq(nn.Module):
         enc_hiddens: the size of each direction of the encoder GRU (states are 2x).
         dec_hiddens: the size of the decoder's GRU cell.
         attn_hiddens: the size A of the additive score's hidden layer.
-        bridge: True (the default) to start the decoder from s_0 = tanh(W_b z + b_b),
+        bridge: True (the default) to start the decoder from s_{-1} = tanh(W_b z + b_b),
             made from the encoder's final state z; False to start it from zeros,
             so that with attention the source reaches the decoder only through
             the attended states (an ablation).
@@ -185,7 +186,7 @@ class GRUSeq2Seq(nn.Module):
 
     @torch.no_grad()
     def initial_state(self, source: torch.Tensor, source_lens: torch.Tensor) -> torch.Tensor:
-        """The decoder's first state s_0 = tanh(W_b z + b_b) for these sources: (b, dec_hiddens)."""
+        """The decoder's first state s_{-1} = tanh(W_b z + b_b) for these sources: (b, dec_hiddens)."""
         return self._start(source, source_lens)[-1]
 
     def _step(self, previous, s, memory):
@@ -230,7 +231,7 @@ class GRUSeq2Seq(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Greedy decoding of ``length`` symbols: tokens (b, length), weights (b, length, n) or None.
 
-        ``initial_state`` (b, dec_hiddens), if given, replaces the s_0 made from
+        ``initial_state`` (b, dec_hiddens), if given, replaces the s_{-1} made from
         this source (an intervention: the rest of the decoding still reads
         this source's encoder states).
         """
@@ -499,7 +500,7 @@ def rewrite(model: GRUSeq2Seq, texts, *, start_from=None) -> list[str]:
     """Greedy decoding of date strings ``texts`` (any characters of the source vocabulary).
 
     With ``start_from`` (as many strings as ``texts``), the decoder reads the
-    encoder states of ``texts`` but starts from the initial state s_0 made from
+    encoder states of ``texts`` but starts from the initial state s_{-1} made from
     ``start_from``: the swap that separates the two routes from the source.
     """
     from .dates import TARGET_LENGTH, TARGET_VOCAB, encode_sources
@@ -536,9 +537,9 @@ def century_swap(model: GRUSeq2Seq, batch: Seq2SeqBatch) -> dict[str, int]:
     """Which route carries the century of the numeric dates of ``batch``.
 
     Each numeric date is decoded with its own encoder states (keys and values)
-    but with the s_0 of the same date moved to the other century
+    but with the s_{-1} of the same date moved to the other century
     (:func:`other_century`). Returns counts: ``dates`` (numeric dates tried),
-    ``follows_start`` (the century written is that of s_0's date) and
+    ``follows_start`` (the century written is that of s_{-1}'s date) and
     ``follows_states`` (it is that of the attended states' date).
     """
     if not isinstance(batch, Seq2SeqBatch) or batch.formats is None:

@@ -341,14 +341,14 @@ def test_initial_state_swap_is_an_intervention_on_s0_only():
     model = GRUSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB)).eval()
     texts, others = ["17/11/72", "05/09/07"], ["17/11/22", "05/09/57"]
     source, lens = encode_sources(texts)
-    # Its own s_0 passed explicitly changes nothing.
+    # Its own s_{-1} passed explicitly changes nothing.
     own = model.initial_state(source, lens)
     assert own.shape == (2, 64)
     assert torch.equal(
         model.greedy(source, lens, 10)[0], model.greedy(source, lens, 10, initial_state=own)[0]
     )
     assert rewrite(model, texts) == rewrite(model, texts, start_from=texts)
-    # Another s_0 is exactly the s_0 the decoder then starts from: the first step's
+    # Another s_{-1} is exactly the s_{-1} the decoder then starts from: the first step's
     # logits equal a step taken by hand from that state.
     other = model.initial_state(*encode_sources(others))
     assert not torch.allclose(other, own)
@@ -371,7 +371,7 @@ def test_century_swap_counts():
     assert other_century("17/11/72") == "17/11/22" and other_century("05/09/49") == "05/09/99"
 
     class Century(GRUSeq2Seq):
-        """Writes the century of the tens digit that s_0 (or, with ``by_states``, the source) holds."""
+        """Writes the century of the tens digit that s_{-1} (or, with ``by_states``, the source) holds."""
 
         by_states = False
 
@@ -414,7 +414,7 @@ def test_bad_input_of_the_interventions():
 
 
 def test_zero_start_has_no_route_from_the_final_state():
-    """bridge=False: s_0 is zeros, and with attention the encoder's final state z
+    """bridge=False: s_{-1} is zeros, and with attention the encoder's final state z
     reaches the decoder through nothing (replacing it changes no logit)."""
     torch.manual_seed(6)
     model = GRUSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB), bridge=False).eval()
