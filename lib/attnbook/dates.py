@@ -187,6 +187,21 @@ def encode_dates(dates, formats) -> Seq2SeqBatch:
     return Seq2SeqBatch(source, torch.tensor(lens), target, tuple(texts), tuple(formats))
 
 
+def encode_sources(texts) -> tuple[torch.Tensor, torch.Tensor]:
+    """Source strings (characters of :data:`SOURCE_VOCAB`) as (batch, n) indices padded
+    with 0, and their (batch,) lengths."""
+    if isinstance(texts, str):
+        raise TypeError(f"texts must be a list of strings, not one string: got {texts!r}")
+    texts = list(texts)
+    if not texts or not all(isinstance(t, str) and t for t in texts):
+        raise ValueError(f"texts must be a non-empty list of non-empty strings, got {texts!r}")
+    lens = [len(t) for t in texts]
+    source = torch.zeros(len(texts), max(lens), dtype=torch.long)
+    for row, text in enumerate(texts):
+        source[row, : len(text)] = torch.tensor(SOURCE_VOCAB.encode(text))
+    return source, torch.tensor(lens)
+
+
 class DateTask:
     """All dates 1950-2049 split into training and held-out dates with a seed.
 

@@ -247,9 +247,12 @@ class TransformerDecoderLayer(nn.Module):
 class TransformerSeq2Seq(nn.Module):
     """A 1 + 1 layer Transformer encoder-decoder with learned positions.
 
-    Source and target symbols are embedded (times sqrt(D)) and added to learned
-    position embeddings; one :class:`~attnbook.transformer.TransformerBlock`
-    encodes the source (padding masked by ``source_lens``); one
+    Source and target symbols are embedded and added to learned position
+    embeddings. With ``scale_embeddings=True`` (the default, as in Vaswani et
+    al.) the symbol embeddings are multiplied by sqrt(D) first; both tables are
+    initialised N(0, 1), so the positions then enter at 1/sqrt(D) of the
+    symbols' size. ``scale_embeddings=False`` adds the two at the same size.
+    One :class:`~attnbook.transformer.TransformerBlock` encodes the source (padding masked by ``source_lens``); one
     :class:`TransformerDecoderLayer` reads the target causally and the encoder's
     output through cross-attention; a final LayerNorm (pre-LN) and a linear map
     give the logits. Same interface as :class:`attnbook.seq2seq.GRUSeq2Seq`;
@@ -266,14 +269,17 @@ class TransformerSeq2Seq(nn.Module):
         ffn_hiddens: int = 128,
         max_len: int = 32,
         norm_first: bool = True,
+        scale_embeddings: bool = True,
     ) -> None:
         super().__init__()
         source_vocab = _validate.positive_int("source_vocab", source_vocab)
         target_vocab = _validate.positive_int("target_vocab", target_vocab)
         D = _validate.positive_int("num_hiddens", num_hiddens)
         max_len = _validate.positive_int("max_len", max_len)
+        if not isinstance(scale_embeddings, bool):
+            raise TypeError(f"scale_embeddings must be True or False, got {scale_embeddings!r}")
         self.max_len = max_len
-        self.scale = D**0.5
+        self.scale = D**0.5 if scale_embeddings else 1.0
         self.source_embedding = nn.Embedding(source_vocab, D, padding_idx=0)
         self.target_embedding = nn.Embedding(target_vocab, D)
         self.source_positions = nn.Embedding(max_len, D)

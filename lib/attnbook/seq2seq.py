@@ -6,8 +6,10 @@ position, and a final state (the forward GRU's last state beside the backward
 GRU's first) that summarises the whole source.
 
 The **decoder** writes the target one symbol at a time. Its GRU cell starts
-from the encoder's final state (through a ``tanh`` layer) and at step t reads
-the previous output y_{t-1} (the start symbol at t = 1):
+from s_{-1} = tanh(W_b z + b_b) (the state before the first
+output; s_t writes y_t), made from the encoder's final state z by the
+``bridge`` layer (with and without attention), and at step t reads the
+embedding of the previous output y_{t-1} (the start symbol at t = 0):
 
 * **with attention** (:class:`GRUSeq2Seq` with ``attention=True``), the new
   decoder state s_t is the query. It scores every encoder state with the
@@ -15,7 +17,8 @@ the previous output y_{t-1} (the start symbol at t = 1):
   the valid source positions into weights alpha_tj with a masked softmax, and
   reads the context c_t = sum_j alpha_tj h_j. The output layer sees [s_t; c_t].
   (The query is the state *after* reading y_{t-1}, the ordering of Luong et
-  al.; Bahdanau et al. score with the state before it.)
+  al.; Bahdanau et al. score with the state before it. The context is not fed
+  back into the cell: neither Bahdanau's recurrence nor Luong's input feeding.)
 * **without attention** (``attention=False``), the encoder's final state z is
   the only view of the source: it is fed to the cell at every step beside
   y_{t-1}, and the output layer sees [s_t; z].
@@ -25,7 +28,10 @@ the previous output y_{t-1} (the start symbol at t = 1):
 ``greedy(source, source_lens, length) -> (tokens, weights)`` (this module's
 GRU models and :class:`attnbook.decoder.TransformerSeq2Seq`) with teacher
 forcing, Adam and gradient clipping, and records the held-out exact match and
-the alignment weights of a few probe examples as it goes.
+the alignment weights of a few probe examples as it goes. :func:`rewrite`
+decodes date strings, optionally starting the decoder from the s_{-1} of other
+strings, and :func:`century_swap` measures which of the two routes (s_{-1} or the
+attended states) carries the century of the numeric dates.
 """
 
 from __future__ import annotations
@@ -151,6 +157,10 @@ class GRUSeq2Seq(nn.Module):
         enc_hiddens: the size of each direction of the encoder GRU (states are 2x).
         dec_hiddens: the size of the decoder's GRU cell.
         attn_hiddens: the size A of the additive score's hidden layer.
+        bridge: True (the default) to start the decoder from s_{-1} = tanh(W_b z + b_b),
+            made from the encoder's final state z; False to start it from zeros,
+            so that with attention the source reaches the decoder only through
+            the attended states (an ablation).
 
     After ``forward`` or ``greedy``, ``attention_weights`` holds the (b, m, n)
     weights of every output step over the source (None without attention).
@@ -166,10 +176,13 @@ class GRUSeq2Seq(nn.Module):
         enc_hiddens: int = 32,
         dec_hiddens: int = 64,
         attn_hiddens: int = 32,
+        bridge: bool = True,
     ) -> None:
         super().__init__()
         if not isinstance(attention, bool):
             raise TypeError(f"attention must be True or False, got {attention!r}")
+        if not isinstance(bridge, bool):
+            raise TypeError(f"bridge must be True or False, got {bridge!r}")
         source_vocab = _validate.positive_int("source_vocab", source_vocab)
         target_vocab = _validate.positive_int("target_vocab", target_vocab)
         embed = _validate.positive_int("embed", embed)
@@ -179,7 +192,8 @@ class GRUSeq2Seq(nn.Module):
         self.use_attention = attention
         self.encoder = GRUEncoder(source_vocab, embed, enc_hiddens)
         context = 2 * enc_hiddens
-        self.bridge = nn.Linear(context, dec_hiddens)
+        self.bridge = nn.Linear(context, dec_hiddens) if bridge else None
+        self.dec_hiddens = dec_hiddens
         self.embedding = nn.Embedding(target_vocab, embed)
         self.cell = nn.GRUCell(embed if attention else embed + context, dec_hiddens)
         self.attention = (
@@ -192,7 +206,16 @@ class GRUSeq2Seq(nn.Module):
         states, final = self.encoder(source, source_lens)  # (b, n, 2H), (b, 2H)
         lens = source_lens.to(device=source.device, dtype=torch.long)
         projected = self.attention.keys(states) if self.use_attention else None
-        return states, final, projected, lens, torch.tanh(self.bridge(final))
+        if self.bridge is None:
+            s = final.new_zeros(final.shape[0], self.dec_hiddens)  # (b, S)
+        else:
+            s = torch.tanh(self.bridge(final))  # (b, S)
+        return states, final, projected, lens, s
+
+    @torch.no_grad()
+    def initial_state(self, source: torch.Tensor, source_lens: torch.Tensor) -> torch.Tensor:
+        """The decoder's first state s_{-1} = tanh(W_b z + b_b) for these sources: (b, dec_hiddens)."""
+        return self._start(source, source_lens)[-1]
 
     def _step(self, previous, s, memory):
         states, final, projected, lens = memory
@@ -231,11 +254,28 @@ class GRUSeq2Seq(nn.Module):
 
     @torch.no_grad()
     def greedy(
-        self, source: torch.Tensor, source_lens: torch.Tensor, length: int
+        self,
+        source: torch.Tensor,
+        source_lens: torch.Tensor,
+        length: int,
+        initial_state: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Greedy decoding of ``length`` symbols: tokens (b, length), weights (b, length, n) or None."""
+        """Greedy decoding of ``length`` symbols: tokens (b, length), weights (b, length, n) or None.
+
+        ``initial_state`` (b, dec_hiddens), if given, replaces the s_{-1} made from
+        this source (an intervention: the rest of the decoding still reads
+        this source's encoder states).
+        """
         length = _validate.positive_int("length", length)
         states, final, projected, lens, s = self._start(source, source_lens)
+        if initial_state is not None:
+            initial_state = _validate.tensor("initial_state", initial_state, ndim=2, floating=True)
+            if initial_state.shape != s.shape:
+                raise ValueError(
+                    f"initial_state must have shape {tuple(s.shape)} (batch, dec_hiddens), "
+                    f"got {tuple(initial_state.shape)}"
+                )
+            s = initial_state.to(s)
         memory = (states, final, projected, lens)
         previous = torch.zeros(source.shape[0], dtype=torch.long, device=source.device)
         tokens, weights = [], []
@@ -390,13 +430,13 @@ def _train(model, next_batch, test, steps, seed, lr, clip, warmup, record, probe
     return log
 
 
-def date_model(attention: bool = True, seed: int = 0) -> GRUSeq2Seq:
+def date_model(attention: bool = True, seed: int = 0, *, bridge: bool = True) -> GRUSeq2Seq:
     """The chapter's GRU model for dates (embedding 32, encoder 2 x 32, decoder 64, A 32)."""
     from .dates import SOURCE_VOCAB, TARGET_VOCAB
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return GRUSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB), attention)
+        return GRUSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB), attention, bridge=bridge)
 
 
 def train_dates(
@@ -485,6 +525,70 @@ def anti_diagonal(weights: torch.Tensor) -> float:
         )
     expected = torch.arange(n - 1, -1, -1, device=weights.device)  # (n,)
     return float((weights.argmax(-1) == expected).float().mean())
+
+
+def rewrite(model: GRUSeq2Seq, texts, *, start_from=None) -> list[str]:
+    """Greedy decoding of date strings ``texts`` (any characters of the source vocabulary).
+
+    With ``start_from`` (as many strings as ``texts``), the decoder reads the
+    encoder states of ``texts`` but starts from the initial state s_{-1} made from
+    ``start_from``: the swap that separates the two routes from the source.
+    """
+    from .dates import TARGET_LENGTH, TARGET_VOCAB, encode_sources
+
+    if not isinstance(model, GRUSeq2Seq):
+        raise TypeError(f"model must be a GRUSeq2Seq, got {type(model).__name__}")
+    source, lens = encode_sources(texts)
+    initial = None
+    if start_from is not None:
+        other, other_lens = encode_sources(start_from)
+        if other.shape[0] != source.shape[0]:
+            raise ValueError(
+                f"start_from must hold one string per text ({source.shape[0]}), "
+                f"got {other.shape[0]}"
+            )
+        initial = model.initial_state(other, other_lens)
+    was_training = model.training
+    model.eval()
+    try:
+        tokens, _ = model.greedy(source, lens, TARGET_LENGTH, initial_state=initial)
+    finally:
+        model.train(was_training)
+    return [TARGET_VOCAB.decode(row) for row in tokens]
+
+
+def other_century(text: str) -> str:
+    """A numeric date "dd/mm/yy" with its year moved to the other century (yy + 50 mod 100)."""
+    if not isinstance(text, str) or len(text) != 8 or text[2] != "/" or text[5] != "/":
+        raise ValueError(f"text must be a numeric date 'dd/mm/yy', got {text!r}")
+    return f"{text[:6]}{(int(text[6:]) + 50) % 100:02d}"
+
+
+def century_swap(model: GRUSeq2Seq, batch: Seq2SeqBatch) -> dict[str, int]:
+    """Which route carries the century of the numeric dates of ``batch``.
+
+    Each numeric date is decoded with its own encoder states (keys and values)
+    but with the s_{-1} of the same date moved to the other century
+    (:func:`other_century`). Returns counts: ``dates`` (numeric dates tried),
+    ``follows_start`` (the century written is that of s_{-1}'s date) and
+    ``follows_states`` (it is that of the attended states' date).
+    """
+    if not isinstance(batch, Seq2SeqBatch) or batch.formats is None:
+        raise TypeError("batch must be a Seq2SeqBatch of dates (with texts and formats)")
+    texts = [t for t, f in zip(batch.texts, batch.formats) if f == "numeric"]
+    if not texts:
+        raise ValueError("batch holds no numeric date")
+    swapped = [other_century(t) for t in texts]
+    outputs = rewrite(model, texts, start_from=swapped)
+
+    def century(text):
+        return "19" if int(text[6:]) >= 50 else "20"
+
+    return {
+        "dates": len(texts),
+        "follows_start": sum(o[:2] == century(s) for o, s in zip(outputs, swapped)),
+        "follows_states": sum(o[:2] == century(t) for o, t in zip(outputs, texts)),
+    }
 
 
 # The steps at which the chapter's runs score the held-out dates.

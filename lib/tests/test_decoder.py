@@ -146,6 +146,19 @@ def test_bad_input():
         layer([[1.0]], memory)
     with pytest.raises(TypeError, match="causal"):
         layer(X, memory, causal=1)
+    with pytest.raises(TypeError, match="scale_embeddings must be True or False"):
+        TransformerSeq2Seq(45, 12, scale_embeddings=1)
+
+
+def test_seq2seq_transformer_embedding_scale():
+    """With the scale, symbols enter at sqrt(D) times their table; without, as they are."""
+    tokens = torch.tensor([[1, 2, 3]])
+    for flag, factor in ((True, 4.0), (False, 1.0)):
+        torch.manual_seed(0)
+        model = TransformerSeq2Seq(45, 12, num_hiddens=16, num_heads=2, scale_embeddings=flag)
+        X = model._embed(tokens, model.source_embedding, model.source_positions)
+        expected = model.source_embedding(tokens) * factor + model.source_positions.weight[:3]
+        torch.testing.assert_close(X, expected)
 
 
 def test_seq2seq_transformer_trains_and_decodes():

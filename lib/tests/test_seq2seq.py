@@ -17,6 +17,7 @@ from attnbook.dates import (
     Seq2SeqBatch,
     alignment_summary,
     encode_dates,
+    encode_sources,
     field_spans,
     format_date,
     parse_numeric_year,
@@ -26,9 +27,12 @@ from attnbook.seq2seq import (
     AdditiveCrossAttention,
     GRUSeq2Seq,
     anti_diagonal,
+    century_swap,
     evaluate,
     figure_probe,
     load_runs,
+    other_century,
+    rewrite,
     train_dates,
     train_seq2seq,
 )
@@ -322,3 +326,118 @@ def test_bad_input():
         )
     with pytest.raises(ValueError, match=r"weights must be \(b, n, n\)"):
         anti_diagonal(torch.zeros(1, 3, 4))
+
+
+def test_encode_sources_pads_like_encode_dates():
+    texts = ["17/11/72", "Sunday 23 Feb 1969"]
+    source, lens = encode_sources(texts)
+    batch = encode_dates([datetime.date(1972, 11, 17), datetime.date(1969, 2, 23)],
+                         ["numeric", "weekday"])  # fmt: skip
+    assert torch.equal(source, batch.source) and torch.equal(lens, batch.source_lens)
+
+
+def test_initial_state_swap_is_an_intervention_on_s0_only():
+    torch.manual_seed(4)
+    model = GRUSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB)).eval()
+    texts, others = ["17/11/72", "05/09/07"], ["17/11/22", "05/09/57"]
+    source, lens = encode_sources(texts)
+    # Its own s_{-1} passed explicitly changes nothing.
+    own = model.initial_state(source, lens)
+    assert own.shape == (2, 64)
+    assert torch.equal(
+        model.greedy(source, lens, 10)[0], model.greedy(source, lens, 10, initial_state=own)[0]
+    )
+    assert rewrite(model, texts) == rewrite(model, texts, start_from=texts)
+    # Another s_{-1} is exactly the s_{-1} the decoder then starts from: the first step's
+    # logits equal a step taken by hand from that state.
+    other = model.initial_state(*encode_sources(others))
+    assert not torch.allclose(other, own)
+    with torch.no_grad():
+        states, final, projected, lens_, _ = model._start(source, lens)
+        logits, _, _ = model._step(
+            torch.zeros(2, dtype=torch.long), other, (states, final, projected, lens_)
+        )
+    first, _ = model.greedy(source, lens, 1, initial_state=other)
+    assert torch.equal(first[:, 0], logits.argmax(-1))
+
+
+def test_century_swap_counts():
+    torch.manual_seed(5)
+    model = GRUSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB)).eval()
+    batch = DateTask(0).test_batch(40)
+    counts = century_swap(model, batch)
+    assert counts["dates"] == 10  # formats in turn: every fourth is numeric
+    assert counts["follows_start"] + counts["follows_states"] <= counts["dates"]
+    assert other_century("17/11/72") == "17/11/22" and other_century("05/09/49") == "05/09/99"
+
+    class Century(GRUSeq2Seq):
+        """Writes the century of the tens digit that s_{-1} (or, with ``by_states``, the source) holds."""
+
+        by_states = False
+
+        def initial_state(self, source, source_lens):
+            tens = torch.tensor([int(SOURCE_VOCAB.symbols[i]) for i in source[:, 6].tolist()])
+            return tens.float()[:, None].expand(-1, 64).clone()
+
+        def greedy(self, source, source_lens, length, initial_state=None):
+            if initial_state is None or self.by_states:
+                initial_state = self.initial_state(source, source_lens)
+            tens = initial_state[:, 0]
+            century = torch.where(tens[:, None] >= 5, torch.tensor([2, 10]), torch.tensor([3, 1]))
+            return torch.cat(
+                [century, torch.ones(len(tens), length - 2, dtype=torch.long)], 1
+            ), None
+
+    fake = Century(len(SOURCE_VOCAB), len(TARGET_VOCAB)).eval()
+    assert century_swap(fake, batch) == {"dates": 10, "follows_start": 10, "follows_states": 0}
+    fake.by_states = True
+    assert century_swap(fake, batch) == {"dates": 10, "follows_start": 0, "follows_states": 10}
+
+
+def test_bad_input_of_the_interventions():
+    model = GRUSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB))
+    source, lens = encode_sources(["17/11/72"])
+    with pytest.raises(ValueError, match=r"initial_state must have shape \(1, 64\)"):
+        model.greedy(source, lens, 10, initial_state=torch.zeros(1, 32))
+    with pytest.raises(ValueError, match="start_from must hold one string per text"):
+        rewrite(model, ["17/11/72"], start_from=["17/11/22", "17/11/23"])
+    with pytest.raises(TypeError, match="model must be a GRUSeq2Seq"):
+        rewrite(torch.nn.Linear(2, 2), ["17/11/72"])
+    with pytest.raises(TypeError, match="texts must be a list of strings, not one string"):
+        encode_sources("17/11/72")
+    with pytest.raises(ValueError, match="texts must be a non-empty list"):
+        encode_sources([])
+    with pytest.raises(ValueError, match="text must be a numeric date"):
+        other_century("17 Nov 72")
+    with pytest.raises(ValueError, match="batch holds no numeric date"):
+        century_swap(model, encode_dates([DAY], ["long"]))
+
+
+def test_zero_start_has_no_route_from_the_final_state():
+    """bridge=False: s_{-1} is zeros, and with attention the encoder's final state z
+    reaches the decoder through nothing (replacing it changes no logit)."""
+    torch.manual_seed(6)
+    model = GRUSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB), bridge=False).eval()
+    assert model.bridge is None
+    batch = DateTask(0).test_batch(4)
+    assert torch.equal(model.initial_state(batch.source, batch.source_lens), torch.zeros(4, 64))
+    with torch.no_grad():
+        states, final = model.encoder(batch.source, batch.source_lens)
+        logits = model(batch.source, batch.source_lens, batch.decoder_input())
+        model.encoder.forward = lambda source, lens: (states, torch.randn_like(final))
+        same = model(batch.source, batch.source_lens, batch.decoder_input())
+    torch.testing.assert_close(same, logits)
+    with pytest.raises(TypeError, match="bridge must be True or False"):
+        GRUSeq2Seq(45, 12, bridge=0)
+
+
+def test_stored_century_swap_and_unscaled_transformer():
+    runs = load_runs()
+    for run in runs["runs"]:
+        swap = run["attention"]["century_swap"]
+        assert swap["follows_start"] + swap["follows_states"] <= swap["dates"] == 250
+        for key in ("transformer", "transformer_unscaled"):
+            assert len(run[key]["exact"]) == len(runs["transformer_record"])
+            assert set(run[key]["format_exact"]) == set(FORMATS)
+        assert len(run["reversal"]["no_attention"]["position_accuracy"]) == 20
+        assert run["zero_start"]["exact"] >= 0.99
