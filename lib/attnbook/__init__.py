@@ -40,6 +40,10 @@ _SUBMODULES = (
     "vit",
     "explain",
     "vit_study",
+    "composition",
+    "decoder",
+    "seq2seq",
+    "dates",
 )
 
 __all__ = [*_SUBMODULES, "__version__"]

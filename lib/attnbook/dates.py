@@ -53,6 +53,7 @@ __all__ = [
     "reversal_batch",
     "field_spans",
     "alignment_summary",
+    "encode_sources",
 ]
 
 FORMATS = ("long", "short", "numeric", "weekday")

@@ -52,6 +52,8 @@ __all__ = [
     "train_positions",
     "load_sweep",
     "sweep_ranges",
+    "rescale_rope",
+    "accuracy_by_position",
 ]
 
 SCHEMES = ("nope", "sinusoidal", "learned", "rope", "alibi")

@@ -67,6 +67,9 @@ __all__ = [
     "figure_probe",
     "reversal_test",
     "load_runs",
+    "rewrite",
+    "other_century",
+    "century_swap",
 ]
 
 

@@ -31,7 +31,7 @@ import attnbook
 # have their own suites; ``plotting`` draws and is checked in test_plotting).
 MODULES = [
     m
-    for m in (*attnbook._SUBMODULES, "decoder", "seq2seq", "dates")
+    for m in attnbook._SUBMODULES
     if m not in ("checks", "widgets", "plotting", "colab")
 ]
 
