@@ -16,52 +16,13 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from ..flash import _Tracker
-from ._core import CheckReport, Mistake, _generator, _Problem, _run, _see, knows
+from ._core import CheckReport, Mistake, _generator, _run, _see, knows
+from ._probes import _watched
 
 _SCALE = "Attention at Scale"
 _ONLINE = _see("Online softmax", _SCALE)
 _TILED = _see("Tiled attention with a causal mask", _SCALE)
 _MEMORY = _see("How much memory naive attention needs", _SCALE)
-
-
-class _Forbidden(_Problem):
-    """The reader's function called an operator its exercise replaces."""
-
-
-class _TooLarge(_Problem):
-    """The reader's function built a tensor as large as the n x n matrix it must avoid."""
-
-
-def _watched(forbidden: tuple[str, ...], what: str, largest: int | None = None) -> Callable:
-    """A probe that runs a function under the memory tracker and rejects shortcuts.
-
-    It raises :class:`_Forbidden` if an ATen operator whose name contains one
-    of ``forbidden`` was called (``what`` names the shortcut), and
-    :class:`_TooLarge` if a single tensor of more than ``largest`` bytes was
-    created.
-    """
-
-    def probe(fn: Callable) -> Callable:
-        def run(*args):
-            external = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
-            tracker = _Tracker(external)
-            with torch.no_grad(), tracker:
-                result = fn(*args)
-            called = sorted(op for op in tracker.operators if any(f in op for f in forbidden))
-            if called:
-                raise _Forbidden(f"it calls {what} (the operator {called[0]})")
-            if largest is not None and tracker.largest > largest:
-                raise _TooLarge(
-                    f"it created a tensor of {tracker.largest} bytes, as large as the n x n "
-                    f"matrix of scores ({largest * 4} bytes here): the exercise computes "
-                    "attention without it"
-                )
-            return result
-
-        return run
-
-    return probe
 
 
 # ---------------------------------------------------------------- the memory of naive attention
@@ -417,6 +378,6 @@ def check_tiled_causal(
         probe=_watched(
             ("scaled_dot_product", "softmax"),
             "scaled_dot_product_attention or a softmax, which the exercise replaces",
-            largest=256 * 256 * 4 // 4,
+            largest=256 * 256,  # an n x n boolean mask
         ),
     )
