@@ -514,8 +514,12 @@ def _run(
     elif any(edits) and not any(wrong):
         report.mistake = "modified its input in place"
         texts = [m.diagnosis for m in mistakes] + [c.hint for c in cases if c.hint]
-        pointer = next((m.group(0) for t in texts if (m := re.search(r'see "[^"]*" in .*$', t))), "")
-        report.diagnosis = f"  Likely mistake: {_IN_PLACE_DIAGNOSIS}" + (f"; {pointer}" if pointer else "")
+        pointer = next(
+            (m.group(0) for t in texts if (m := re.search(r'see "[^"]*" in .*$', t))), ""
+        )
+        report.diagnosis = f"  Likely mistake: {_IN_PLACE_DIAGNOSIS}" + (
+            f"; {pointer}" if pointer else ""
+        )
     elif explain is not None and any(wrong) and not explained:
         hint = next((c.hint for c, w in zip(cases, wrong) if w and c.hint), None)
         if hint:

@@ -66,7 +66,7 @@ def describe(
         return _shapes(got, want, axes)
     if want.dim() == 0:
         ratio = got.item() / want.item() if want.item() else float("nan")
-        return f"expected {want.item():.6g}, got {got.item():.6g} ({ratio:.4g} times as much)"
+        return f"yours is {ratio:.4g} times the right number"
     bad = ~((got - want).abs() <= 1e-4 + 1e-3 * want.abs())
     bad |= torch.isnan(got) != torch.isnan(want)
     if not bool(bad.any()):
@@ -140,7 +140,7 @@ def _pattern(got: torch.Tensor, want: torch.Tensor, bad: torch.Tensor, axes: Seq
                 f"{names[d]} " + ", ".join(map(str, wrong[:6])) + (" ..." if len(wrong) > 6 else "")
             )
         return (
-            f"only {which} of {want.shape[d]} {'is' if len(wrong) == 1 else 'are'} wrong, the "
+            f"only {which} (of {want.shape[d]}) {'is' if len(wrong) == 1 else 'are'} wrong, the "
             f"rest is right: look at what is special about {'it' if len(wrong) == 1 else 'them'} "
             "(a first or last position, a boundary, a length, an edge of a mask)"
         )

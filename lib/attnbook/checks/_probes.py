@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from ._core import _Problem
 
@@ -19,6 +20,29 @@ class _Forbidden(_Problem):
 
 class _TooLarge(_Problem):
     """The reader's function built a tensor as large as the one its exercise avoids."""
+
+
+class _MaskTooLarge(_TooLarge):
+    """... and that tensor was a boolean mask."""
+
+
+class _Largest(TorchDispatchMode):
+    """Records the largest storage a function creates, and the dtype of its tensor."""
+
+    def __init__(self, external: set[int]) -> None:
+        super().__init__()
+        self.external = external
+        self.size = 0
+        self.dtype: torch.dtype | None = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        for out in result if isinstance(result, (tuple, list)) else (result,):
+            if isinstance(out, torch.Tensor):
+                storage = out.untyped_storage()
+                if storage.data_ptr() not in self.external and storage.nbytes() > self.size:
+                    self.size, self.dtype = storage.nbytes(), out.dtype
+        return result
 
 
 def _watched(forbidden: tuple[str, ...], what: str, largest: int | None = None) -> Callable:
@@ -34,18 +58,25 @@ def _watched(forbidden: tuple[str, ...], what: str, largest: int | None = None) 
     def probe(fn: Callable) -> Callable:
         def run(*args):
             external = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
-            tracker = _Tracker(external)
-            with torch.no_grad(), tracker:
+            tracker, largest_seen = _Tracker(external), _Largest(external)
+            with torch.no_grad(), tracker, largest_seen:
                 result = fn(*args)
             called = sorted(op for op in tracker.operators if any(f in op for f in forbidden))
             if called:
                 raise _Forbidden(f"it calls {what} (the operator {called[0]})")
-            if largest is not None and tracker.largest >= largest:
+            if largest is not None and max(tracker.largest, largest_seen.size) >= largest:
+                size = max(tracker.largest, largest_seen.size)
+                if largest_seen.dtype == torch.bool:
+                    raise _MaskTooLarge(
+                        f"it created a boolean tensor of {size} bytes, as large as the whole "
+                        f"n x n mask ({largest} bytes here): the exercise never holds anything "
+                        "of the n x n size, the mask included; build each diagonal tile's "
+                        "mask from that tile's own rows and columns"
+                    )
                 raise _TooLarge(
-                    f"it created a tensor of {tracker.largest} bytes, as large as an n x n "
-                    f"boolean mask ({largest} bytes here) or larger: the exercise never "
-                    "holds anything of the n x n size, not the scores and not the mask; "
-                    "build each diagonal tile's mask from its own rows and columns"
+                    f"it created a tensor of {size} bytes, at least as large as an n x n "
+                    f"boolean mask ({largest} bytes here; the scores would take 4 times "
+                    "more): the exercise computes attention one tile at a time without it"
                 )
             return result
 
