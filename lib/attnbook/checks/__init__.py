@@ -10,7 +10,19 @@ The cases include the classic mistakes each chapter warns about (overflow,
 knows the classic wrong versions of its exercise (``check_x.mistakes``): when your
 answers agree with one of them, the report names it in one line ("Likely
 mistake: ...") and points at the section of the chapter that explains it.
-Otherwise each failing case says what differs and carries a hint.
+Otherwise each failing case says what differs and carries a hint; the checkers
+of Parts III and IV instead read the first failing case in plain words (which
+entry, expected against got, and what that pattern usually means).
+
+Your function and every known mistake run on fresh copies of each case's
+inputs: a function that edits its input in place is told so ("modified its
+input in place"), and the edit changes neither the next case nor the
+diagnosis. Where an exercise forbids a shortcut (the library's own answer,
+``F.layer_norm``, ``torch.softmax``, an n x n tensor), the checker rejects it.
+
+The checkers live in one module per chapter (``qkv``, ``pooling``,
+``masked``, ``scoring``, ``part2``, ``part3``, ``lm``, ``induction``,
+``scale``, ``seq2seq``, ``positions``, ``vit``); import them from here.
 """
 
 from ._core import CheckReport

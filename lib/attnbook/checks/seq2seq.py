@@ -9,7 +9,7 @@ import torch
 
 from ..masking import masked_softmax
 from ._core import Case, CheckReport, Mistake, _generator, _Problem, _run, _see, knows
-from ._explain import describe, explainer
+from ._explain import describe
 
 _CROSS = "Attention Between Two Sequences"
 _DECODER_ENCODER = "Attention between the decoder and the encoder"
@@ -161,8 +161,33 @@ def check_cross_attention_weights(fn: Callable) -> CheckReport:
         fn,
         cases,
         mistakes=check_cross_attention_weights.mistakes,
-        explain=explainer(("example", "source position")),
+        explain=_weights_reading,
     )
+
+
+def _weights_reading(case: Case, got: object) -> str | None:
+    """The first difference, and what the weights break: the padding, or sums of 1."""
+    reading = describe(got, case.expected, ("example", "source position"))
+    if not isinstance(got, torch.Tensor) or got.shape != case.expected.shape or not reading:
+        return reading
+    got = got.detach().double()
+    lens = case.args[2]
+    padding = torch.arange(got.shape[1]) >= lens[:, None]
+    sums = got.sum(dim=-1)
+    if bool((got[padding].abs() > 1e-6).any()):
+        example = int(torch.nonzero((got.abs() > 1e-6) & padding)[0, 0])
+        return (
+            f"{reading}; example {example} puts weight on its padding (positions from "
+            f"{int(lens[example])} on), which must get exactly 0"
+        )
+    if bool(((sums - 1).abs() > 1e-4).any()):
+        example = int(torch.nonzero((sums - 1).abs() > 1e-4)[0, 0])
+        return (
+            f"{reading}; the weights of example {example} sum to {sums[example].item():.4g}, "
+            "not 1: the softmax must run over the source positions (the last axis), after "
+            "masking"
+        )
+    return f"{reading}; the weights sum to 1 and skip the padding, so the scores themselves differ"
 
 
 def _masks(m, source_lens, n):
