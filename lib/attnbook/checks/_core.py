@@ -502,6 +502,11 @@ def _run(
                     explained = True
             elif case.hint and found is None and explain is None:
                 problem = f"{problem} (hint: {case.hint})"
+            if explain is not None and found is None and case.hint:
+                # The recipe is not repeated; the section to read still is.
+                pointer = re.search(r'see "[^"]*" in .*$', case.hint)
+                if pointer:
+                    problem = f"{problem} ({pointer.group(0)})"
             if modified:
                 problem = f"{problem}; it also {_in_place(modified)}"
         report.lines.append(f"  FAIL  {case.description}: {problem}")
