@@ -137,10 +137,12 @@ def test_checker_rejects_a_known_mistake_and_names_the_case(name, broken, case):
         assert "(hint: " not in line and report.diagnosis.endswith("The Transformer Block")
 
 
-def test_layer_norm_checker_accepts_torch():
-    assert checks.check_layer_norm(
+def test_layer_norm_checker_rejects_torchs_layer_norm_which_the_exercise_forbids():
+    report = checks.check_layer_norm(
         lambda X, g, b, eps: torch.nn.functional.layer_norm(X, X.shape[-1:], g, b, eps)
     )
+    assert not report.passed and report.mistake == "F.layer_norm"
+    assert "native_layer_norm" in repr(report)
 
 
 def test_parameter_count_matches_the_closed_form():

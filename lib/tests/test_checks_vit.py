@@ -39,5 +39,11 @@ def test_right_answers_pass():
 def test_an_unknown_mistake_fails_without_a_diagnosis():
     report = checks.check_ink(lambda x, p: loop_patchify(x, p).amax(-1))
     assert not report.passed and report.mistake is None
-    report = checks.check_attention_rollout(lambda w: loop_rollout(w).transpose(-2, -1))
+    report = checks.check_attention_rollout(lambda w: loop_rollout(w) ** 2)
     assert not report.passed and report.mistake is None
+    assert "the first wrong entry is at image 0, token 0, input token" in repr(report)
+
+
+def test_a_transposed_rollout_is_named():
+    report = checks.check_attention_rollout(lambda w: loop_rollout(w).transpose(-2, -1))
+    assert report.mistake == "transposed"

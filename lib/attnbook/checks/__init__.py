@@ -10,7 +10,19 @@ The cases include the classic mistakes each chapter warns about (overflow,
 knows the classic wrong versions of its exercise (``check_x.mistakes``): when your
 answers agree with one of them, the report names it in one line ("Likely
 mistake: ...") and points at the section of the chapter that explains it.
-Otherwise each failing case says what differs and carries a hint.
+Otherwise each failing case says what differs and carries a hint; the checkers
+of Parts III and IV instead read the first failing case in plain words (which
+entry, expected against got, and what that pattern usually means).
+
+Your function and every known mistake run on fresh copies of each case's
+inputs: a function that edits its input in place is told so ("modified its
+input in place"), and the edit changes neither the next case nor the
+diagnosis. Where an exercise forbids a shortcut (the library's own answer,
+``F.layer_norm``, ``torch.softmax``, an n x n tensor), the checker rejects it.
+
+The checkers live in one module per chapter (``qkv``, ``pooling``,
+``masked``, ``scoring``, ``part2``, ``part3``, ``lm``, ``induction``,
+``scale``, ``seq2seq``, ``positions``, ``vit``); import them from here.
 """
 
 from ._core import CheckReport
@@ -18,16 +30,7 @@ from ._core import _compare as _compare  # the library's tests use these two
 from ._core import _run as _run
 from .induction import check_induction_score, check_previous_token_score
 from .lm import check_causal_mask, check_kv_cache, check_kv_cache_size
-from .part1 import (
-    check_causal_lengths,
-    check_entropy,
-    check_epanechnikov,
-    check_gaussian_weights,
-    check_masked_softmax,
-    check_normalize,
-    check_scaled_dot_product,
-    check_softmax,
-)
+from .masked import check_causal_lengths, check_masked_softmax
 from .part2 import (
     check_causal_self_attention,
     check_head_lengths,
@@ -37,8 +40,11 @@ from .part2 import (
     check_two_part_targets,
 )
 from .part3 import check_block_parameter_count, check_layer_norm
+from .pooling import check_epanechnikov, check_gaussian_weights
 from .positions import check_alibi_slopes, check_rope_scores
+from .qkv import check_normalize, check_softmax
 from .scale import check_attention_memory, check_online_softmax, check_tiled_causal
+from .scoring import check_entropy, check_scaled_dot_product
 from .seq2seq import check_cross_attention_weights, check_decoder_masks
 from .vit import check_attention_rollout, check_ink, check_patchify
 

@@ -22,12 +22,14 @@ explains the mistake, and never recommends what its exercise forbids.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 # The chapters, by the titles the reader sees.
 _QKV = "Queries, Keys and Values"
@@ -239,6 +241,99 @@ def _to_case(case: Case | tuple) -> Case:
     return Case(description, args, expected, hint[0] if hint else None)
 
 
+# ---------------------------------------------------------------- fresh copies, in-place edits
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of a case's argument that the function under test may not share with
+    anything else: tensors cloned (keeping ``requires_grad``), lists, tuples and
+    dicts copied entry by entry, anything else (numbers, dtypes) as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone().requires_grad_(value.requires_grad)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_fresh(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    return value
+
+
+def _tensors(value: Any, where: str) -> list[tuple[str, torch.Tensor]]:
+    """The tensors inside an argument, each with where it sits ("argument 1", "argument 2[0]")."""
+    if isinstance(value, torch.Tensor):
+        return [(where, value)]
+    if isinstance(value, (list, tuple)):
+        return [t for i, v in enumerate(value) for t in _tensors(v, f"{where}[{i}]")]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in _tensors(v, f"{where}[{k!r}]")]
+    return []
+
+
+def _arguments(args: Sequence, names: Sequence[str] = ()) -> list[tuple[str, torch.Tensor]]:
+    """The tensors among a call's arguments, named "argument 2 (K_cache)" where the name is known."""
+    return [
+        t
+        for i, a in enumerate(args)
+        for t in _tensors(a, f"argument {i + 1}" + (f" ({names[i]})" if i < len(names) else ""))
+    ]
+
+
+def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same shape, dtype and entries, NaN equal to NaN."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(torch.equal(torch.isnan(a), torch.isnan(b))) and bool(
+            torch.equal(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0))
+        )
+    return bool(torch.equal(a, b))
+
+
+def _names(fn: Callable) -> list[str]:
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):  # a builtin or a callable without a signature
+        return []
+
+
+_LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation"
+
+
+def _guarded(fn: Callable, modified: list[str]) -> Callable:
+    """``fn``, watched: every argument it receives is compared after the call with
+    a snapshot taken before, and each one it changed is appended to ``modified``
+    (also when an in-place edit of a tensor that tracks gradients raises)."""
+    names = _names(fn)
+
+    def run(*args):
+        with _disable_current_modes():  # the snapshots are not the function's tensors
+            before = [(where, t, t.detach().clone()) for where, t in _arguments(args, names)]
+        try:
+            return fn(*args)
+        except RuntimeError as err:
+            if _LEAF_IN_PLACE in str(err) and before:
+                modified.append(before[0][0])
+            raise
+        finally:
+            with _disable_current_modes():
+                for where, tensor, snapshot in before:
+                    if not _equal(tensor.detach(), snapshot) and where not in modified:
+                        modified.append(where)
+
+    return run
+
+
+def _in_place(modified: list[str]) -> str:
+    return f"modified its input in place ({', '.join(modified)} changed)"
+
+
+_IN_PLACE_DIAGNOSIS = (
+    "the function modified its input in place: an operation such as X -= m, X /= s, "
+    "X[...] = ... or a method ending in _ (X.sub_, X.masked_fill_) writes into the "
+    "caller's tensor, which the caller may still need (and which then no longer holds "
+    "what it did); compute into a new tensor instead, X = X - m"
+)
+
+
 @dataclass
 class _Outcome:
     """What one function did on one case: a value, or an exception."""
@@ -248,13 +343,12 @@ class _Outcome:
 
 
 def _attempt(fn: Callable, case: Case, probe: Callable | None) -> _Outcome:
-    """Run ``fn`` (wrapped by the checker's and the case's probes) on a copy of the case."""
+    """Run ``fn`` (wrapped by the checker's and the case's probes) on fresh copies of the case."""
     wrapped = probe(fn) if probe is not None else fn
     if case.probe is not None:
         wrapped = case.probe(wrapped)
-    args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case.args]
     try:
-        return _Outcome(value=wrapped(*args))
+        return _Outcome(value=wrapped(*_fresh(case.args)))
     except Exception as err:  # a known mistake may raise anything, as the reader's code may
         return _Outcome(error=err)
 
@@ -311,7 +405,7 @@ def _diagnose(
 
     A mistake that agrees on every case wins; otherwise the first that agrees on
     every case the reader failed (it then explains the failures, if not all of
-    the answers).
+    the answers). Each mistake runs on fresh copies of the cases' inputs.
     """
     partial = None
     for mistake in mistakes:
@@ -332,6 +426,7 @@ def _run(
     cases: list[tuple | Case],
     mistakes: Sequence[Mistake] = (),
     probe: Callable[[Callable], Callable] | None = None,
+    explain: Callable[[Case, Any], str | None] | None = None,
 ) -> CheckReport:
     """Run ``fn`` on every case and report, one line per case, then the likely mistake.
 
@@ -342,48 +437,78 @@ def _run(
     modifying its arguments. ``expected`` may also be a dict of named tensors
     when ``fn`` is a probe that returns such a dict (see ``_with_gradient``).
 
+    ``fn`` and every known mistake run on fresh copies of each case's inputs,
+    so that a function that edits its input in place changes neither the next
+    case nor the diagnosis; such an edit is reported as "modified its input in
+    place", and when it is the only thing wrong it is the likely mistake.
+
     ``probe`` wraps every function run, the reader's and each known mistake's
     (e.g. to turn a returned number into a tensor). ``mistakes`` are the known
     wrong versions (see :class:`Mistake` and the module docstring).
+    ``explain(case, got)``, when given, says in plain words what differs in
+    the first failing case whose answer no known mistake explains (which
+    entries, and what that pattern usually means); it then replaces the
+    case hints, which restate the method.
     """
     if not callable(fn):
         raise TypeError(f"fn must be a function, got {fn!r}")
     cases = [_to_case(case) for case in cases]
     report = CheckReport(name)
-    outcomes, problems = [], []
+    outcomes, problems, wrong, edits = [], [], [], []
     for case in cases:
-        wrapped = probe(fn) if probe is not None else fn
+        modified: list[str] = []
+        wrapped = _guarded(fn, modified)
+        wrapped = probe(wrapped) if probe is not None else wrapped
         if case.probe is not None:
             wrapped = case.probe(wrapped)
-        copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in case.args]
+        args = _fresh(case.args)
         try:
-            got = wrapped(*case.args)
+            got = wrapped(*args)
         except _Problem as found:
             outcomes.append(_Outcome(error=found))
             problem = str(found)
         except Exception as err:  # the reader's code may raise anything
             outcomes.append(_Outcome(error=err))
-            problem = _read_exception(err)
+            in_place = _LEAF_IN_PLACE in str(err) and modified
+            problem = None if in_place else _read_exception(err)
         else:
             outcomes.append(_Outcome(value=got))
             try:
                 problem = _compare(got, case.expected)
             except Exception as err:  # e.g. a tensor that cannot be copied to the CPU
                 problem = f"could not compare the result: {type(err).__name__}: {err}"
-            if problem is None:
-                for before, after in zip(copies, case.args):
-                    if isinstance(after, torch.Tensor) and not torch.equal(before, after):
-                        problem = "the function modified its input in place"
-                        break
+        for (where, after), (_, before) in zip(_arguments(args), _arguments(case.args)):
+            if not modified and not _equal(after.detach(), before.detach()):
+                modified.append(where)  # e.g. an edit made by a probe around the function
+        wrong.append(problem is not None)
+        edits.append(list(modified))
         problems.append(problem)
-    failed = [problem is not None for problem in problems]
-    found = _diagnose(fn, cases, outcomes, failed, mistakes, probe) if any(failed) else None
-    for case, problem in zip(cases, problems):
-        if problem is None:
+    found = _diagnose(fn, cases, outcomes, wrong, mistakes, probe) if any(wrong) else None
+    explained = found is not None or explain is None or not any(wrong)
+    for case, outcome, problem, modified in zip(cases, outcomes, problems, edits):
+        if problem is None and not modified:
             report.lines.append(f"  ok    {case.description}")
             continue
-        if case.hint and found is None:
-            problem = f"{problem} (hint: {case.hint})"
+        if problem is None:
+            problem = f"the function {_in_place(modified)}"
+        else:
+            if not explained and outcome.error is None:
+                try:
+                    reading = explain(case, outcome.value)
+                except Exception:  # the reading is a courtesy: never let it break a report
+                    reading = None
+                if reading:
+                    problem = f"{problem}; {reading}"
+                    explained = True
+            elif case.hint and found is None and explain is None:
+                problem = f"{problem} (hint: {case.hint})"
+            if explain is not None and found is None and case.hint:
+                # The recipe is not repeated; the section to read still is.
+                pointer = re.search(r'see "[^"]*" in .*$', case.hint)
+                if pointer:
+                    problem = f"{problem} ({pointer.group(0)})"
+            if modified:
+                problem = f"{problem}; it also {_in_place(modified)}"
         report.lines.append(f"  FAIL  {case.description}: {problem}")
         report.failures.append(case.description)
     if found is not None:
@@ -391,6 +516,19 @@ def _run(
         report.mistake = mistake.name
         lead = "Likely mistake" if everywhere else "Likely mistake (in the failing cases)"
         report.diagnosis = f"  {lead}: {mistake.diagnosis}"
+    elif any(edits) and not any(wrong):
+        report.mistake = "modified its input in place"
+        texts = [m.diagnosis for m in mistakes] + [c.hint for c in cases if c.hint]
+        pointer = next(
+            (m.group(0) for t in texts if (m := re.search(r'see "[^"]*" in .*$', t))), ""
+        )
+        report.diagnosis = f"  Likely mistake: {_IN_PLACE_DIAGNOSIS}" + (
+            f"; {pointer}" if pointer else ""
+        )
+    elif explain is not None and any(wrong) and not explained:
+        hint = next((c.hint for c, w in zip(cases, wrong) if w and c.hint), None)
+        if hint:
+            report.diagnosis = f"  Hint: {hint}"
     return report
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _Problem, _run, _see, knows
+from ._explain import explainer
 
 _LM = "A Tiny Language Model, and Decoding with a Cache"
 _MASK_SECTION = _see("Causal self-attention: looking only back", _LM)
@@ -89,15 +90,39 @@ def check_causal_mask(fn: Callable[[int], torch.Tensor]) -> CheckReport:
     return _run("check_causal_mask", fn, cases, mistakes=check_causal_mask.mistakes, probe=probe)
 
 
-def _step(scale: Callable[[int, int], float], before: bool = False, reread: bool = False):
+def _step(
+    scale: Callable[[int, int], float],
+    before: bool = False,
+    reread: bool = False,
+    after: bool = False,
+    softmax: bool = True,
+    prepend: bool = False,
+    query_is_key: bool = False,
+):
     """A cache step that scales scores by ``scale(p, p_v)``; with ``before`` it attends
-    before appending; with ``reread`` it appends the whole old cache again."""
+    before appending; with ``reread`` it appends the whole old cache again; with
+    ``after`` it scales the weights after the softmax; without ``softmax`` it uses
+    the scaled scores as weights; with ``prepend`` the new key and value go first;
+    with ``query_is_key`` it scores with k instead of q."""
 
     def kv_step(K_cache, V_cache, q, k, v):
-        K_new = torch.cat([K_cache, k.unsqueeze(0)])  # (t + 1, d)
-        V_new = torch.cat([V_cache, v.unsqueeze(0)])  # (t + 1, p_v)
+        if prepend:
+            K_new, V_new = (
+                torch.cat([k.unsqueeze(0), K_cache]),
+                torch.cat([v.unsqueeze(0), V_cache]),
+            )
+        else:
+            K_new = torch.cat([K_cache, k.unsqueeze(0)])  # (t + 1, d)
+            V_new = torch.cat([V_cache, v.unsqueeze(0)])  # (t + 1, p_v)
         K_seen, V_seen = (K_cache, V_cache) if before else (K_new, V_new)
-        weights = torch.softmax(K_seen @ q * scale(q.shape[0], v.shape[0]), dim=0)
+        c = scale(q.shape[0], v.shape[0])
+        scores = K_seen @ (k if query_is_key else q)
+        if not softmax:
+            weights = scores * c
+        elif after:
+            weights = torch.softmax(scores, dim=0) * c
+        else:
+            weights = torch.softmax(scores * c, dim=0)
         out = weights @ V_seen if K_seen.shape[0] else torch.zeros_like(v)
         if reread:
             return out, torch.cat([K_cache, K_new]), torch.cat([V_cache, V_new])
@@ -137,6 +162,37 @@ _ROOT_D = lambda d, dv: 1 / math.sqrt(d)  # noqa: E731
         _step(lambda d, dv: 1 / math.sqrt(dv)),
         "this looks like scores divided by sqrt(p_v), the values' width: the scaling uses "
         "p, the width of the queries and keys; " + _CACHE_SECTION,
+    ),
+    Mistake(
+        "scaled after the softmax",
+        _step(_ROOT_D, after=True),
+        "this looks like the weights divided by sqrt(p) after the softmax: the scaling "
+        "belongs to the scores, softmax(K q / sqrt(p)), so that the weights still sum to 1; "
+        + _CACHE_SECTION,
+    ),
+    Mistake(
+        "multiplies by sqrt(p)",
+        _step(lambda d, dv: math.sqrt(d)),
+        "this looks like scores multiplied by sqrt(p): divide them by it; " + _CACHE_SECTION,
+    ),
+    Mistake(
+        "no softmax",
+        _step(_ROOT_D, softmax=False),
+        "this looks like the scaled scores used as weights without a softmax: the weights "
+        "are softmax(K q / sqrt(p)) over the t + 1 keys; " + _CACHE_SECTION,
+    ),
+    Mistake(
+        "scores with the new key",
+        _step(_ROOT_D, query_is_key=True),
+        "this looks like scores computed with the new key k instead of the query q: the "
+        "new token asks with its query, K_cache q; " + _CACHE_SECTION,
+    ),
+    Mistake(
+        "new key first",
+        _step(_ROOT_D, prepend=True),
+        "the outputs are right but the caches hold the keys and values newest first: append "
+        "at the end, torch.cat([K_cache, k.unsqueeze(0)]), so that row j is token j; "
+        + _CACHE_SECTION,
     ),
     Mistake(
         "never reads the cache",
@@ -215,7 +271,14 @@ def check_kv_cache(
         )[0]
         expected = {"outputs": outputs, "keys": K, "values": V}
         cases.append((f"{n} tokens, p={d}, p_v={dv}", (Q, K, V), expected, hint))
-    return _run("check_kv_cache", fn, cases, mistakes=check_kv_cache.mistakes, probe=probe)
+    return _run(
+        "check_kv_cache",
+        fn,
+        cases,
+        mistakes=check_kv_cache.mistakes,
+        probe=probe,
+        explain=explainer(("token", "feature")),
+    )
 
 
 def _size(formula: Callable) -> Callable:

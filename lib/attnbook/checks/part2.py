@@ -9,6 +9,7 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
+from ._probes import _chain, _refusing
 
 _MULTIHEAD = "Multi-Head Attention"
 _SELF = "Self-Attention and Positional Encoding"
@@ -35,7 +36,20 @@ def _count(fn: Callable) -> Callable:
 _COST = _see("What several heads cost", _MULTIHEAD)
 
 
+def _built(num_hiddens: int, num_heads: int, bias: bool) -> int:
+    from ..multihead import MultiHeadAttention
+
+    layer = MultiHeadAttention(num_hiddens, num_heads, bias=bias)
+    return sum(p.numel() for p in layer.parameters())
+
+
 @knows(
+    Mistake(
+        "builds the layer",
+        _built,
+        "this builds MultiHeadAttention and counts its parameters: the exercise asks for "
+        "the formula, from the shapes of the four projections; " + _COST,
+    ),
     Mistake(
         "every head full size",
         lambda D, h, bias: h * (4 * D * D + (4 * D if bias else 0)),
@@ -103,7 +117,14 @@ def check_mha_parameter_count(fn: Callable[[int, int, bool], int]) -> CheckRepor
         fn,
         cases,
         mistakes=check_mha_parameter_count.mistakes,
-        probe=_count,
+        probe=_chain(
+            _count,
+            _refusing(
+                [MultiHeadAttention.__init__],
+                "MultiHeadAttention(...) to count its parameters; the exercise asks for a "
+                "formula, without building the layer",
+            ),
+        ),
     )
 
 

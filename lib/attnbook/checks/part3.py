@@ -7,6 +7,7 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
+from ._probes import _refusing, _watched
 from .part2 import _count
 
 _BLOCK = "The Transformer Block"
@@ -52,6 +53,15 @@ _LN_SECTION = _see("Layer normalisation from scratch", _BLOCK)
 
 
 @knows(
+    Mistake(
+        "F.layer_norm",
+        lambda X, gamma, beta, eps: torch.nn.functional.layer_norm(
+            X, (X.shape[-1],), gamma, beta, eps
+        ),
+        "this calls nn.functional.layer_norm (or nn.LayerNorm), which the exercise asks you "
+        "to write: take the mean and the biased variance over the last axis yourself; "
+        + _LN_SECTION,
+    ),
     Mistake(
         "divides by D - 1",
         _ln_unbiased,
@@ -125,8 +135,9 @@ def check_layer_norm(
     ``gamma`` and ``beta`` are (D,); the answer is
     ``gamma * (X - mean) / sqrt(var + eps) + beta`` with the mean and the
     biased variance (divided by D) taken over the last axis, as
-    ``torch.nn.functional.layer_norm`` computes it. Each case is built to catch
-    one mistake (its hint says which), and every known mistake is named.
+    ``torch.nn.functional.layer_norm`` computes it, but without calling it (the
+    exercise forbids it; a function that does is rejected). Each case is built
+    to catch one mistake (its hint says which), and every known mistake is named.
     """
     g = _generator(9)
     where = _LN_SECTION
@@ -190,7 +201,16 @@ def check_layer_norm(
         1e-2,
         "eps goes inside the square root, sqrt(var + eps), not after it",
     )
-    return _run("check_layer_norm", fn, cases, mistakes=check_layer_norm.mistakes)
+    return _run(
+        "check_layer_norm",
+        fn,
+        cases,
+        mistakes=check_layer_norm.mistakes,
+        probe=_watched(
+            ("layer_norm", "group_norm"),
+            "nn.functional.layer_norm (or nn.LayerNorm), which the exercise replaces",
+        ),
+    )
 
 
 def _count_without(minus: Callable[[int, int], int]) -> Callable[[int, int], int]:
@@ -204,7 +224,20 @@ def _count_without(minus: Callable[[int, int], int]) -> Callable[[int, int], int
 _COST = _see("What a block costs", _BLOCK)
 
 
+def _block_built(num_hiddens: int, ffn_hiddens: int) -> int:
+    from ..transformer import TransformerBlock
+
+    block = TransformerBlock(num_hiddens, 1, ffn_hiddens)
+    return sum(p.numel() for p in block.parameters())
+
+
 @knows(
+    Mistake(
+        "builds the block",
+        _block_built,
+        "this builds a TransformerBlock and counts its parameters: the exercise asks for "
+        "the formula, from the shapes of its matrices and vectors; " + _COST,
+    ),
     Mistake(
         "4D short",
         _count_without(lambda D, F: 4 * D),
@@ -277,4 +310,8 @@ def check_block_parameter_count(fn: Callable[[int, int], int]) -> CheckReport:
         _count(fn),
         cases,
         mistakes=check_block_parameter_count.mistakes,
+        probe=_refusing(
+            [TransformerBlock.__init__],
+            "TransformerBlock(...) to count its parameters; the exercise asks for a formula",
+        ),
     )

@@ -8,6 +8,8 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
+from ._explain import explainer
+from ._probes import _refusing
 
 _POSITIONS = "Where Position Comes From"
 
@@ -15,10 +17,13 @@ _POSITIONS = "Where Position Comes From"
 # ---------------------------------------------------------------- RoPE from scratch
 
 
-def _turn(x: torch.Tensor, angles: torch.Tensor, pairs: str) -> torch.Tensor:
-    """Rotate x (..., n, d) pair by pair by angles (n, d/2); pairs "adjacent" or "half"."""
+def _turn(x: torch.Tensor, angles: torch.Tensor, pairs: str, swap: bool = False) -> torch.Tensor:
+    """Rotate x (..., n, d) pair by pair by angles (n, d/2); pairs "adjacent" or "half";
+    with ``swap`` the cosine and the sine trade places."""
     d = x.shape[-1]
     c, s = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    if swap:
+        c, s = s, c
     if pairs == "adjacent":
         a, b = x[..., 0::2], x[..., 1::2]
         return torch.stack([a * c - b * s, a * s + b * c], dim=-1).reshape(x.shape)
@@ -51,10 +56,23 @@ def _scores(
     return qr @ kr.transpose(-1, -2)
 
 
+def _with_apply_rope(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    from ..rope import apply_rope
+
+    positions = torch.arange(q.shape[-2])
+    return apply_rope(q, positions) @ apply_rope(k, positions).transpose(-1, -2)
+
+
 _SEE_ROPE = _see("RoPE: rotate the queries and keys", _POSITIONS)
 
 
 @knows(
+    Mistake(
+        "apply_rope",
+        _with_apply_rope,
+        "this calls the library's apply_rope, which the exercise asks you to write: build "
+        "the angles i * theta_r yourself and rotate each pair with cos and sin; " + _SEE_ROPE,
+    ),
     Mistake(
         "k_not_rotated",
         lambda q, k: _scores(q, k, k_pairs=None),
@@ -88,9 +106,34 @@ _SEE_ROPE = _see("RoPE: rotate the queries and keys", _POSITIONS)
         "position, so count pairs from 0; " + _SEE_ROPE,
     ),
     Mistake(
+        "positive_exponent",
+        lambda q, k: _scores(q, k, exponent=lambda i, d: 2 * i / d),
+        "the frequencies grow, 10000^(+2r/d): they must shrink from one radian per position "
+        "(pair 0) to nearly nothing (the last pair), theta_r = 10000^(-2r/d); " + _SEE_ROPE,
+    ),
+    Mistake(
+        "scaled",
+        lambda q, k: _scores(q, k) / math.sqrt(q.shape[-1]),
+        "the scores are divided by sqrt(d): the exercise asks for the plain dot products of "
+        "the rotated vectors (the scaling comes later, in attention); " + _SEE_ROPE,
+    ),
+    Mistake(
+        "softmax",
+        lambda q, k: torch.softmax(_scores(q, k), dim=-1),
+        "these are attention weights, a softmax of the scores: return the scores "
+        "themselves; " + _SEE_ROPE,
+    ),
+    Mistake(
+        "transposed",
+        lambda q, k: _scores(q, k).transpose(-1, -2),
+        "the scores are transposed: entry (i, j) is query i's score for key j, rotated q "
+        "times rotated k transposed, not the other way round; " + _SEE_ROPE,
+    ),
+    Mistake(
         "negative_angle",
         lambda q, k: _scores(q, k, sign=-1.0),
-        "the vectors were turned by -i theta_r (clockwise): the pair (a, b) at position i "
+        "the vectors were turned by -i theta_r (clockwise), or with cos and sin swapped, "
+        "which gives the same scores: the pair (a, b) at position i "
         "becomes (a cos - b sin, a sin + b cos) of the angle +i theta_r; " + _SEE_ROPE,
     ),
 )
@@ -101,7 +144,8 @@ def check_rope_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) 
     is (..., n, n): entry (i, j) is the dot product of q's row i rotated to
     position i with k's row j rotated to position j (no scaling, no softmax),
     with adjacent pairs (2r, 2r + 1) turned by i * 10000^(-2r/d), as
-    :func:`attnbook.rope.apply_rope` does.
+    :func:`attnbook.rope.apply_rope` does. A function that calls ``apply_rope``
+    is rejected: the exercise writes the rotation from scratch.
     """
     from ..rope import apply_rope
 
@@ -121,7 +165,14 @@ def check_rope_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) 
                 "product; " + _SEE_ROPE,
             )
         )
-    return _run("check_rope_scores", fn, cases, mistakes=check_rope_scores.mistakes)
+    return _run(
+        "check_rope_scores",
+        fn,
+        cases,
+        mistakes=check_rope_scores.mistakes,
+        probe=_refusing([apply_rope], "the library's apply_rope, which the exercise replaces"),
+        explain=explainer(("query position", "key position")),
+    )
 
 
 # ---------------------------------------------------------------- ALiBi slopes
@@ -137,6 +188,16 @@ def _interleaved(h: int, extra: slice) -> list[float]:
     if p < h:
         slopes += _geometric(2 * p)[extra][: h - p]
     return slopes
+
+
+def _p(h: int) -> int:
+    return 2 ** int(math.floor(math.log2(h)))
+
+
+def _extras_first(h: int) -> list[float]:
+    slopes = _interleaved(h, slice(0, None, 2))
+    p = _p(h)
+    return slopes[p:] + slopes[:p]
 
 
 def _as_tensor(fn: Callable[[int], object]) -> Callable[[int], torch.Tensor]:
@@ -180,6 +241,30 @@ _SEE_ALIBI = _see("ALiBi: a penalty that grows with distance", _POSITIONS)
         "p-head slopes; " + _SEE_ALIBI,
     ),
     Mistake(
+        "reversed",
+        lambda h: _interleaved(h, slice(0, None, 2))[::-1],
+        "the slopes come smallest first: head 0 has the steepest slope, 2^(-8/h) for h a "
+        "power of two, and each later head a gentler one; " + _SEE_ALIBI,
+    ),
+    Mistake(
+        "truncated_2p",
+        lambda h: _geometric(h) if h & (h - 1) == 0 else _geometric(2 * _p(h))[:h],
+        "for a number of heads that is not a power of two these are the first h slopes of "
+        "the next power of two: take the p slopes of the power of two below h, then every "
+        "other slope of the 2p-head sequence; " + _SEE_ALIBI,
+    ),
+    Mistake(
+        "extras_first",
+        lambda h: _extras_first(h),
+        "the extra slopes come first: the authors' order is the p-head slopes, then the "
+        "extra ones (for 6 heads 1/4 .. 1/256, then 1/2 and 1/8); " + _SEE_ALIBI,
+    ),
+    Mistake(
+        "base_e",
+        lambda h: [math.exp(-8.0 * (c + 1) / h) for c in range(h)],
+        "these are e^(-8(c+1)/h): the slopes are powers of 2, 2^(-8(c+1)/h); " + _SEE_ALIBI,
+    ),
+    Mistake(
         "sorted",
         lambda h: sorted(_interleaved(h, slice(0, None, 2)), reverse=True),
         "the right slopes, sorted largest first: keep the order of the authors' code, the "
@@ -214,5 +299,10 @@ def check_alibi_slopes(fn: Callable[[int], object]) -> CheckReport:
             )
         )
     return _run(
-        "check_alibi_slopes", fn, cases, mistakes=check_alibi_slopes.mistakes, probe=_as_tensor
+        "check_alibi_slopes",
+        fn,
+        cases,
+        mistakes=check_alibi_slopes.mistakes,
+        probe=_as_tensor,
+        explain=explainer(("head",)),
     )

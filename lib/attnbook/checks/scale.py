@@ -16,52 +16,14 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from ..flash import _Tracker
-from ._core import CheckReport, Mistake, _generator, _Problem, _run, _see, knows
+from ._core import CheckReport, Mistake, _generator, _run, _see, knows
+from ._explain import describe, explainer
+from ._probes import _watched
 
 _SCALE = "Attention at Scale"
 _ONLINE = _see("Online softmax", _SCALE)
 _TILED = _see("Tiled attention with a causal mask", _SCALE)
 _MEMORY = _see("How much memory naive attention needs", _SCALE)
-
-
-class _Forbidden(_Problem):
-    """The reader's function called an operator its exercise replaces."""
-
-
-class _TooLarge(_Problem):
-    """The reader's function built a tensor as large as the n x n matrix it must avoid."""
-
-
-def _watched(forbidden: tuple[str, ...], what: str, largest: int | None = None) -> Callable:
-    """A probe that runs a function under the memory tracker and rejects shortcuts.
-
-    It raises :class:`_Forbidden` if an ATen operator whose name contains one
-    of ``forbidden`` was called (``what`` names the shortcut), and
-    :class:`_TooLarge` if a single tensor of more than ``largest`` bytes was
-    created.
-    """
-
-    def probe(fn: Callable) -> Callable:
-        def run(*args):
-            external = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
-            tracker = _Tracker(external)
-            with torch.no_grad(), tracker:
-                result = fn(*args)
-            called = sorted(op for op in tracker.operators if any(f in op for f in forbidden))
-            if called:
-                raise _Forbidden(f"it calls {what} (the operator {called[0]})")
-            if largest is not None and tracker.largest > largest:
-                raise _TooLarge(
-                    f"it created a tensor of {tracker.largest} bytes, as large as the n x n "
-                    f"matrix of scores ({largest * 4} bytes here): the exercise computes "
-                    "attention without it"
-                )
-            return result
-
-        return run
-
-    return probe
 
 
 # ---------------------------------------------------------------- the memory of naive attention
@@ -111,6 +73,35 @@ def _as_bytes(fn: Callable) -> Callable:
         "per head; " + _MEMORY,
     ),
     Mistake(
+        "scores and weights",
+        lambda n, h, dtype: 2 * n * n * h * _bytes_of(dtype),
+        "this is twice the answer, as if counting the scores and the weights: the question "
+        "is the weights alone, one n x n matrix per head; " + _MEMORY,
+    ),
+    Mistake(
+        "causal half",
+        lambda n, h, dtype: n * (n + 1) // 2 * h * _bytes_of(dtype),
+        "this looks like n (n + 1) / 2 numbers per head, the entries a causal mask keeps: "
+        "naive attention stores the whole n x n matrix, the masked zeros included; " + _MEMORY,
+    ),
+    Mistake(
+        "bfloat16 as 4 bytes",
+        lambda n, h, dtype: n * n * h * {torch.float16: 2, torch.float64: 8}.get(dtype, 4),
+        "this counts bfloat16 as 4 bytes: bfloat16 has 16 bits like float16 (2 bytes), with "
+        "float32's range and fewer digits; torch.finfo(dtype).bits // 8 gives every size; "
+        + _MEMORY,
+    ),
+    Mistake(
+        "in GB",
+        lambda n, h, dtype: n * n * h * _bytes_of(dtype) / 10**9,
+        "this looks like the answer in GB (divided by 10**9): the checker wants bytes; " + _MEMORY,
+    ),
+    Mistake(
+        "in MiB",
+        lambda n, h, dtype: n * n * h * _bytes_of(dtype) / 2**20,
+        "this looks like the answer in MiB (divided by 2**20): the checker wants bytes; " + _MEMORY,
+    ),
+    Mistake(
         "in GiB",
         lambda n, h, dtype: n * n * h * _bytes_of(dtype) / 2**30,
         "this looks like the answer in GiB (divided by 2**30): the checker wants bytes; " + _MEMORY,
@@ -148,6 +139,11 @@ def check_attention_memory(fn: Callable[[int, int, torch.dtype], int]) -> CheckR
         "check_attention_memory",
         fn,
         cases,
+        explain=lambda case, got: (
+            describe(got, case.expected, ("bytes",))
+            + ": a factor is off; compare yours with n * n * num_heads * bytes per number "
+            "one factor at a time (n and the heads are the case's, the bytes are 2, 4 or 8)"
+        ),
         mistakes=check_attention_memory.mistakes,
         probe=_as_bytes,
     )
@@ -269,14 +265,35 @@ def check_online_softmax(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Che
 # ---------------------------------------------------------------- tiled causal attention
 
 
+def _reference(cases, out: torch.Tensor, is_causal: bool) -> torch.Tensor:
+    """SDPA on the inputs of the case whose expected output is ``out``."""
+    for case in cases:
+        description, (q, k, v, _), expected, *_ = case
+        if expected.shape == out.shape and torch.equal(expected.double(), out):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal).double()
+    raise ValueError("no case has this output")
+
+
 def _tiled(
-    q, k, v, block_size, visible=None, last=None, rescale=True, rescale_acc=True, scaled=True
+    q,
+    k,
+    v,
+    block_size,
+    visible=None,
+    last=None,
+    rescale=True,
+    rescale_acc=True,
+    scaled=True,
+    first=None,
+    normalise=True,
+    scale=None,
 ):
     """A tiled causal attention with switchable parts, for the known mistakes."""
     visible = visible or (lambda cols, rows: cols <= rows)
     last = last or (lambda q1: q1)
+    first = first or (lambda q0: 0)
     b, n, d = q.shape
-    scale = 1 / math.sqrt(d) if scaled else 1.0
+    scale = scale(d) if scale is not None else 1 / math.sqrt(d) if scaled else 1.0
     out = torch.zeros(b, n, v.shape[-1], dtype=v.dtype)
     for q0 in range(0, n, block_size):
         q1 = min(q0 + block_size, n)
@@ -284,7 +301,7 @@ def _tiled(
         m = torch.full((b, q1 - q0), -math.inf, dtype=q.dtype)
         l = torch.zeros(b, q1 - q0, dtype=q.dtype)
         acc = torch.zeros(b, q1 - q0, v.shape[-1], dtype=v.dtype)
-        for k0 in range(0, max(0, min(last(q1), n)), block_size):
+        for k0 in range(first(q0), max(0, min(last(q1), n)), block_size):
             k1 = min(k0 + block_size, n)
             s = q[:, q0:q1] @ k[:, k0:k1].transpose(1, 2) * scale
             s = s.masked_fill(~visible(torch.arange(k0, k1)[None, :], rows), -math.inf)
@@ -296,6 +313,8 @@ def _tiled(
             acc_factor = factor if rescale_acc else torch.ones_like(m)
             acc = acc * acc_factor[..., None] + p @ v[:, k0:k1]
             m = new
+        if not normalise:
+            l = torch.ones_like(l)
         out[:, q0:q1] = torch.where(l[..., None] > 0, acc / l.clamp_min(1e-30)[..., None], 0.0)
     return out
 
@@ -307,6 +326,13 @@ def _naive_causal(q, k, v, block_size):
     scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
     e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
     return e / e.sum(dim=-1, keepdim=True) @ v
+
+
+def _whole_mask(q, k, v, block_size):
+    """Tiles of scores, but the causal mask built once for the whole sequence."""
+    n = q.shape[1]
+    mask = torch.ones(n, n, dtype=torch.bool).tril()
+    return _tiled(q, k, v, block_size, visible=lambda cols, rows: mask[rows, cols])
 
 
 @knows(
@@ -321,6 +347,13 @@ def _naive_causal(q, k, v, block_size):
         _naive_causal,
         "this builds the whole n x n matrix of scores at once: the exercise computes one "
         "block_size x block_size tile at a time and never holds more; " + _TILED,
+    ),
+    Mistake(
+        "the whole mask",
+        _whole_mask,
+        "this builds the whole n x n boolean mask at once, as large as the matrix the "
+        "exercise avoids: build the mask of a diagonal tile from that tile's rows and "
+        "columns (cols <= rows), and none for the tiles below the diagonal; " + _TILED,
     ),
     Mistake(
         "off by one",
@@ -357,6 +390,46 @@ def _naive_causal(q, k, v, block_size):
         "divides q . k by the square root of the key size; " + _TILED,
     ),
     Mistake(
+        "divides by d",
+        lambda q, k, v, b: _tiled(q, k, v, b, scale=lambda d: 1 / d),
+        "this looks like scores divided by d instead of sqrt(d); " + _TILED,
+    ),
+    Mistake(
+        "multiplies by sqrt(d)",
+        lambda q, k, v, b: _tiled(q, k, v, b, scale=lambda d: math.sqrt(d)),
+        "this looks like scores multiplied by sqrt(d): the scaling divides, q . k / sqrt(d); "
+        + _TILED,
+    ),
+    Mistake(
+        "mask in tile coordinates",
+        lambda q, k, v, b: _tiled(
+            q, k, v, b, visible=lambda cols, rows: cols - cols[0, 0] <= rows - rows[0, 0]
+        ),
+        "this looks like the mask built from positions inside the tile (0 .. block_size - 1) "
+        "and applied to every tile: compare the absolute positions, key k0 + c against query "
+        "q0 + r, and mask only where the diagonal crosses the tile; the tiles below it are "
+        "seen whole; " + _TILED,
+    ),
+    Mistake(
+        "starts at the diagonal tile",
+        lambda q, k, v, b: _tiled(q, k, v, b, first=lambda q0: q0),
+        "this looks like a key loop that starts at the query block's own tile: query i sees "
+        "every key 0 .. i, so walk over the key tiles from the first one up to the diagonal; "
+        + _TILED,
+    ),
+    Mistake(
+        "values are the keys",
+        lambda q, k, v, b: _tiled(q, k, k, b),
+        "this looks like the weights multiplied by the keys instead of the values: the "
+        "output is the weighted sum of the values, p @ v[:, k0:k1]; " + _TILED,
+    ),
+    Mistake(
+        "not divided by the sum",
+        lambda q, k, v, b: _tiled(q, k, v, b, normalise=False),
+        "this looks like the running output returned without the final division by the "
+        "running sum l: the weights of a row must add up to 1, so return acc / l; " + _TILED,
+    ),
+    Mistake(
         "no rescale",
         lambda q, k, v, b: _tiled(q, k, v, b, rescale=False),
         "this looks like an update that forgets to rescale: when a tile raises the running "
@@ -380,8 +453,10 @@ def check_tiled_causal(
     queries, keys and values are (batch, n, d) with as many queries as keys;
     query i sees keys 0..i. Block sizes include 1, sizes that do not divide n
     and a size larger than n. The function must not call SDPA or a softmax,
-    and (on a case with n = 256) must not create any tensor a quarter the size
-    of the n x n matrix of scores.
+    and (on a case with n = 256) must not create any tensor as large as an
+    n x n boolean mask (n * n bytes), let alone the n x n matrix of scores.
+    When no known mistake matches, the first failing case says which query's
+    output differs and how.
     """
     g = _generator(13)
     cases = []
@@ -413,10 +488,21 @@ def check_tiled_causal(
         "check_tiled_causal",
         fn,
         cases,
+        explain=explainer(
+            ("example", "query", "feature"),
+            [
+                (
+                    "is SDPA without the causal mask",
+                    lambda out: _reference(cases, out, is_causal=False),
+                    "every query saw every key: skip the tiles above the diagonal and mask "
+                    "inside the diagonal ones",
+                ),
+            ],
+        ),
         mistakes=check_tiled_causal.mistakes,
         probe=_watched(
             ("scaled_dot_product", "softmax"),
             "scaled_dot_product_attention or a softmax, which the exercise replaces",
-            largest=256 * 256 * 4 // 4,
+            largest=256 * 256,  # an n x n boolean mask
         ),
     )

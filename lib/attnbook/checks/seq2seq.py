@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 
 from ..masking import masked_softmax
 from ._core import Case, CheckReport, Mistake, _generator, _Problem, _run, _see, knows
+from ._explain import describe
 
 _CROSS = "Attention Between Two Sequences"
 _DECODER_ENCODER = "Attention between the decoder and the encoder"
@@ -45,6 +47,21 @@ def _over_batch(s, H, lens, W_s, W_h, v):
     return torch.softmax(scores, dim=0)
 
 
+def _additive_with(s, H, lens, W_s, W_h, v, *, after=False, fill=None, late=False, scale=1.0):
+    """Additive weights with one slip: the mask applied after the softmax, the padding
+    filled with ``fill`` instead of -inf, the mask starting one position late, or the
+    scores multiplied by ``scale``."""
+    features = torch.tanh((s @ W_s.T).unsqueeze(1) + H @ W_h.T)
+    scores = (features @ v) * scale  # (b, n)
+    positions = torch.arange(H.shape[1])
+    padding = positions > lens[:, None] if late else positions >= lens[:, None]
+    if after:
+        return torch.softmax(scores, dim=-1).masked_fill(padding, 0.0)
+    if fill is not None:
+        return torch.softmax(scores.masked_fill(padding, fill), dim=-1)
+    return torch.softmax(scores.masked_fill(padding, float("-inf")), dim=-1)
+
+
 @knows(
     Mistake(
         "dot_product",
@@ -71,6 +88,33 @@ def _over_batch(s, H, lens, W_s, W_h, v):
         _no_mask,
         "the padding is not masked: source positions at or beyond source_lens get weight "
         "(use masked_softmax with the lengths); " + _see(_DECODER_ENCODER, _CROSS),
+    ),
+    Mistake(
+        "mask_after_softmax",
+        lambda *a: _additive_with(*a, after=True),
+        "the padding is zeroed after the softmax: the weights of the real positions then sum "
+        "to less than 1; mask the scores before the softmax (masked_softmax does), so the "
+        "real positions share all the weight; " + _see(_DECODER_ENCODER, _CROSS),
+    ),
+    Mistake(
+        "padding_scored_zero",
+        lambda *a: _additive_with(*a, fill=0.0),
+        "the padding's scores were set to 0 instead of a very negative number: a score of 0 "
+        "still gets weight exp(0) = 1 after the softmax; fill with -inf (or use "
+        "masked_softmax); " + _see(_DECODER_ENCODER, _CROSS),
+    ),
+    Mistake(
+        "padding_off_by_one",
+        lambda *a: _additive_with(*a, late=True),
+        "the padding starts one position late: position j is padding when j >= length "
+        "(positions count from 0), not j > length; " + _see(_DECODER_ENCODER, _CROSS),
+    ),
+    Mistake(
+        "scaled_by_sqrt_d_a",
+        lambda *a: _additive_with(*a, scale=1 / math.sqrt(a[5].shape[0])),
+        "the scores look divided by sqrt(d_a): that scaling belongs to the scaled dot "
+        "product; the additive score is v . tanh(W_s s + W_h h_j) as it is; "
+        + _see(_DECODER_ENCODER, _CROSS),
     ),
     Mistake(
         "softmax_over_batch",
@@ -117,13 +161,43 @@ def check_cross_attention_weights(fn: Callable) -> CheckReport:
         fn,
         cases,
         mistakes=check_cross_attention_weights.mistakes,
+        explain=_weights_reading,
     )
+
+
+def _weights_reading(case: Case, got: object) -> str | None:
+    """The first difference, and what the weights break: the padding, or sums of 1."""
+    reading = describe(got, case.expected, ("example", "source position"))
+    if not isinstance(got, torch.Tensor) or got.shape != case.expected.shape or not reading:
+        return reading
+    got = got.detach().double()
+    lens = case.args[2]
+    padding = torch.arange(got.shape[1]) >= lens[:, None]
+    sums = got.sum(dim=-1)
+    if bool((got[padding].abs() > 1e-6).any()):
+        example = int(torch.nonzero((got.abs() > 1e-6) & padding)[0, 0])
+        return (
+            f"{reading}; example {example} puts weight on its padding (positions from "
+            f"{int(lens[example])} on), which must get exactly 0"
+        )
+    if bool(((sums - 1).abs() > 1e-4).any()):
+        example = int(torch.nonzero((sums - 1).abs() > 1e-4)[0, 0])
+        return (
+            f"{reading}; the weights of example {example} sum to {sums[example].item():.4g}, "
+            "not 1: the softmax must run over the source positions (the last axis), after "
+            "masking"
+        )
+    return f"{reading}; the weights sum to 1 and skip the padding, so the scores themselves differ"
 
 
 def _masks(m, source_lens, n):
     causal = torch.triu(torch.ones(m, m, dtype=torch.bool), diagonal=1)
     padding = torch.arange(n) >= source_lens[:, None]
     return causal, padding
+
+
+class _NotBoolean(_Problem):
+    """A mask that is not a boolean tensor."""
 
 
 def _as_parts(fn: Callable) -> Callable:
@@ -135,13 +209,31 @@ def _as_parts(fn: Callable) -> Callable:
             raise _Problem("expected a pair (tgt_mask, memory_key_padding_mask)")
         for name, mask in zip(("tgt_mask", "memory_key_padding_mask"), out):
             if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-                raise _Problem(f"{name} must be a boolean tensor (True = may not attend)")
+                got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+                raise _NotBoolean(
+                    f"{name} must be a boolean tensor (True = may not attend), got {got}"
+                )
         return {"tgt_mask": out[0].double(), "memory_key_padding_mask": out[1].double()}
 
     return probe
 
 
+def _float_masks(m, lens, n):
+    causal, padding = _masks(m, lens, n)
+    return (
+        torch.zeros(m, m).masked_fill(causal, float("-inf")),
+        torch.zeros(len(lens), n).masked_fill(padding, float("-inf")),
+    )
+
+
 @knows(
+    Mistake(
+        "both_inverted",
+        lambda m, lens, n: (~_masks(m, lens, n)[0], ~_masks(m, lens, n)[1]),
+        "both masks are inverted, True where attention is allowed: in PyTorch's boolean "
+        "masks True means 'may not attend', so tgt_mask is True above the diagonal (the "
+        "future) and memory_key_padding_mask True at the padding; " + _see(_TRANSFORMER, _CROSS),
+    ),
     Mistake(
         "causal_inverted",
         lambda m, lens, n: (~_masks(m, lens, n)[0], _masks(m, lens, n)[1]),
@@ -171,6 +263,25 @@ def _as_parts(fn: Callable) -> Callable:
         "j >= length (positions run from 0), not j > length; " + _see(_TRANSFORMER, _CROSS),
     ),
     Mistake(
+        "causal_transposed",
+        lambda m, lens, n: (_masks(m, lens, n)[0].T, _masks(m, lens, n)[1]),
+        "tgt_mask is True below the diagonal: that blocks the past and lets every position "
+        "see the future; rows are queries and columns keys, so block j > i, triu(diagonal=1); "
+        + _see(_TRANSFORMER, _CROSS),
+    ),
+    Mistake(
+        "padding_transposed",
+        lambda m, lens, n: (_masks(m, lens, n)[0], _masks(m, lens, n)[1].T),
+        "memory_key_padding_mask is (n, b), one column per example: PyTorch wants (b, n), "
+        "one row per example (batch first); " + _see(_TRANSFORMER, _CROSS),
+    ),
+    Mistake(
+        "float_masks",
+        _float_masks,
+        "these are float masks (0 and -inf, to add to the scores): the exercise asks for "
+        "boolean masks, True where attention is not allowed; " + _see(_TRANSFORMER, _CROSS),
+    ),
+    Mistake(
         "swapped",
         lambda m, lens, n: (_masks(m, lens, n)[1], _masks(m, lens, n)[0]),
         "the two masks are swapped: first the (m, m) causal tgt_mask, then the (b, n) "
@@ -184,7 +295,8 @@ def check_decoder_masks(fn: Callable) -> CheckReport:
     the padded source length. The answer is the pair ``(tgt_mask,
     memory_key_padding_mask)``: a boolean (m, m) causal mask, True above the
     diagonal, and a boolean (b, n) mask, True at the source padding (PyTorch's
-    convention: True means "may not attend").
+    convention: True means "may not attend"). Either mask inverted, or both,
+    is named; otherwise the first failing case says which mask differs and where.
     """
     cases = []
     for m, lens, n in ((4, [5, 2, 3], 5), (3, [1, 3], 4), (5, [6, 6, 1, 4], 6)):
@@ -200,5 +312,29 @@ def check_decoder_masks(fn: Callable) -> CheckReport:
             )
         )
     return _run(
-        "check_decoder_masks", fn, cases, mistakes=check_decoder_masks.mistakes, probe=_as_parts
+        "check_decoder_masks",
+        fn,
+        cases,
+        mistakes=check_decoder_masks.mistakes,
+        probe=_as_parts,
+        explain=lambda case, got: _mask_reading(case.expected, got),
     )
+
+
+def _mask_reading(expected: dict, got: dict) -> str | None:
+    """Which mask differs, and where, in the words of the two masks."""
+    for name, axes in (
+        ("tgt_mask", ("target query", "target key")),
+        ("memory_key_padding_mask", ("example", "source position")),
+    ):
+        want, mine = expected[name], got[name]
+        if mine.shape != want.shape or not torch.equal(mine, want):
+            reading = describe(mine, want, axes)
+            if reading and mine.shape == want.shape:
+                flipped = int((mine != want).sum())
+                reading = (
+                    f"{reading}; {flipped} of {want.numel()} entries differ (True means "
+                    "'may not attend': the future, and the padding)"
+                )
+            return f"{name}: {reading}"
+    return None

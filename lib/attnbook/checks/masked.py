@@ -1,0 +1,383 @@
+"""Checkers of Masked Softmax and Batched Attention: the masked softmax
+and the causal lengths."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .. import masking
+from ._core import (
+    _MASKED,
+    Case,
+    CheckReport,
+    Mistake,
+    _generator,
+    _run,
+    _see,
+    _with_gradient,
+    knows,
+)
+
+# ---------------------------------------------------------------- Masked Softmax
+
+
+def _keep_of(X: torch.Tensor, valid_lens: torch.Tensor) -> torch.Tensor:
+    """The (batch, queries, keys) mask of 1-D or 2-D valid lengths."""
+    batch, queries, keys = X.shape
+    lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None].expand(batch, queries)
+    return torch.arange(keys) < lens[..., None]  # (batch, queries, keys)
+
+
+def _fill_softmax(X, valid_lens, fill, zero=True, add=False):
+    """A softmax after a fill (or an added mask), then optionally zeros on masked keys."""
+    keep = _keep_of(X, valid_lens)
+    scores = X + (~keep) * fill if add else X.masked_fill(~keep, fill)
+    weights = torch.softmax(scores, dim=-1)
+    return torch.where(keep, weights, 0.0) if zero else weights
+
+
+def _renorm(X, valid_lens, *, shift="valid", zero_before=True, where=False, clamp=True):
+    """The exercise's recipe with its classic slips: the shift (over the valid keys,
+    over all keys, or none), masked differences zeroed before or after exp (or
+    discarded with torch.where), and the sum clamped away from 0 or not."""
+    keep = _keep_of(X, valid_lens)
+    if shift == "valid":
+        row_min = X.amin(dim=-1, keepdim=True)
+        z = X - torch.where(keep, X, row_min).amax(dim=-1, keepdim=True)
+    elif shift == "all":
+        z = X - X.amax(dim=-1, keepdim=True)
+    else:
+        z = X
+    if where:
+        e = torch.where(keep, torch.exp(z), 0.0)
+    elif zero_before:
+        e = torch.exp(torch.where(keep, z, 0.0)) * keep
+    else:
+        e = torch.exp(z) * keep
+    total = e.sum(dim=-1, keepdim=True)
+    return e / (total.clamp_min(torch.finfo(X.dtype).tiny) if clamp else total)
+
+
+def _off_by_one(X, valid_lens):
+    keep = torch.arange(X.shape[-1]) <= _keep_of(X, valid_lens).sum(-1, keepdim=True)
+    e = torch.exp(torch.where(keep, X - torch.where(keep, X, -1e30).amax(-1, keepdim=True), 0.0))
+    e = e * keep
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def _one_dim_only(X, valid_lens):
+    keep = torch.arange(X.shape[-1])[None, None, :] < valid_lens[:, None, None]
+    e = torch.exp(X - X.amax(dim=-1, keepdim=True)) * keep
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
+
+
+_NO_FILL = (
+    "exercise 1 writes no fill value at all: shift by the maximum over the valid keys, "
+    "zero the masked differences, exponentiate, divide by the row sum; "
+)
+
+
+@knows(
+    Mistake(
+        "fill -1e6",
+        lambda X, lens: _fill_softmax(X, lens, -1e6, zero=False),
+        "this looks like the chapter's first version, a fill of -1e6 before a softmax: a "
+        "row with no valid key comes out uniform instead of zeros, and -1e6 does not fit "
+        "in float16; " + _NO_FILL + _see("A sequence of length 0", _MASKED),
+    ),
+    Mistake(
+        "fill -inf",
+        lambda X, lens: _fill_softmax(X, lens, float("-inf"), zero=False),
+        "this looks like a fill of -inf before a softmax: a row with no valid key is "
+        "exp(-inf) / 0 = 0 / 0 = NaN; " + _NO_FILL + _see("A sequence of length 0", _MASKED),
+    ),
+    Mistake(
+        "fill -1e6, then zeros",
+        lambda X, lens: _fill_softmax(X, lens, -1e6),
+        "this looks like a fill of -1e6, a softmax, then zeros on the masked keys: "
+        "-1e6 is not below a real score of -1e7, and float16 cannot store it; "
+        + _NO_FILL
+        + _see("Half precision", _MASKED),
+    ),
+    Mistake(
+        "fill -1e4, then zeros",
+        lambda X, lens: _fill_softmax(X, lens, -1e4),
+        "this looks like a fixed fill such as -1e4, a softmax, then zeros: real scores "
+        "can lie below any fixed number (here -1e7), and then the masked keys win; "
+        + _NO_FILL
+        + _see("Half precision", _MASKED),
+    ),
+    Mistake(
+        "fill, no zeros",
+        lambda X, lens: _fill_softmax(X, lens, torch.finfo(X.dtype).min, zero=False),
+        "this looks like a fill of the dtype's lowest number and a softmax, with nothing "
+        "after it: a row with no valid key comes out uniform instead of zeros; "
+        + _NO_FILL
+        + _see("A sequence of length 0", _MASKED),
+    ),
+    Mistake(
+        "added mask",
+        lambda X, lens: _fill_softmax(X, lens, -1e9, add=True),
+        "this looks like a mask added to the scores (X + (-1e9 on masked keys)): a masked "
+        "score of 1e30 plus -1e9 is still 1e30 and wins the softmax; "
+        + _NO_FILL
+        + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+    Mistake(
+        "softmax, then zeros",
+        lambda X, lens: torch.softmax(X, dim=-1) * _keep_of(X, lens),
+        "this looks like a softmax over every key, then zeros on the masked ones: the "
+        "valid weights no longer sum to 1, and the masked scores still took part in the "
+        "softmax; " + _NO_FILL + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+    Mistake(
+        "softmax, zeros, renormalised",
+        lambda X, lens: (
+            (torch.softmax(X, dim=-1) * _keep_of(X, lens))
+            / (torch.softmax(X, dim=-1) * _keep_of(X, lens)).sum(dim=-1, keepdim=True)
+        ),
+        "this looks like a softmax over every key, zeros on the masked ones, then a new "
+        "division by the sum: a huge masked score takes all the weight before it is "
+        "zeroed (0 / 0 = NaN), and so does a row with no valid key; "
+        + _NO_FILL
+        + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+    Mistake(
+        "max over all keys",
+        lambda X, lens: _renorm(X, lens, shift="all"),
+        "this looks like a shift by the maximum over all keys, masked ones included: a "
+        "huge masked score then pushes every valid exponential down to 0; take the "
+        "maximum over the valid keys only (replace the masked scores by the row's minimum "
+        "before taking it); " + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+    Mistake(
+        "zeroing after exp",
+        lambda X, lens: _renorm(X, lens, zero_before=False),
+        "this looks like exponentiating every difference and zeroing the masked entries "
+        "afterwards: a huge masked score gives exp(...) = inf first, and inf * 0 is NaN; "
+        "zero the masked differences before exponentiating, "
+        "torch.where(keep, X - shift, 0.0); " + _see("Edge cases", _MASKED),
+    ),
+    Mistake(
+        "no shift",
+        lambda X, lens: _renorm(X, lens, shift=None, zero_before=False),
+        "this looks like exp(X) times the mask with no shift: a huge masked score "
+        "overflows to inf (inf * 0 = NaN), and scores around -1e7 underflow to 0; "
+        "subtract the maximum over the valid keys first; "
+        + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+    Mistake(
+        "where after exp",
+        lambda X, lens: _renorm(X, lens, where=True),
+        "the values are right but the gradient is NaN: torch.where(keep, torch.exp(...), 0) "
+        "discards an infinite exponential only in the forward pass; backpropagation still "
+        "multiplies 0 by inf there; zero the masked differences before exponentiating; "
+        + _see("Edge cases", _MASKED),
+    ),
+    Mistake(
+        "sum not kept from 0",
+        lambda X, lens: _renorm(X, lens, clamp=False),
+        "this looks like a division by a row sum that is 0 when no key is valid: 0 / 0 "
+        "is NaN; divide by total.clamp_min(torch.finfo(X.dtype).tiny), so that such a row "
+        "is 0 / tiny = 0; " + _see("A sequence of length 0", _MASKED),
+    ),
+    Mistake(
+        "float32 result",
+        lambda X, lens: masking.masked_softmax(X.float(), lens),
+        "the values are right but float16 and bfloat16 scores come back as float32: "
+        "return the scores' dtype, for example with .to(X.dtype); "
+        + _see("Half precision", _MASKED),
+    ),
+    Mistake(
+        "detached",
+        lambda X, lens: masking.masked_softmax(X.detach(), lens),
+        "the values are right but no gradient reaches the scores: compute with torch "
+        "operations on X itself, with no .detach(), torch.no_grad() or NumPy; "
+        + _see("Edge cases", _MASKED),
+    ),
+    Mistake(
+        "one key too many",
+        _off_by_one,
+        "this looks like a mask that keeps key number `length` as well (<= instead of <): "
+        "a length of 2 keeps keys 0 and 1 only; "
+        + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+    Mistake(
+        "1-D lengths only",
+        _one_dim_only,
+        "this looks like a mask built for 1-D lengths only: a 2-D valid_lens of shape "
+        "(batch, queries) gives each query its own length, so expand a 1-D one to "
+        "(batch, queries) first; " + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+    Mistake(
+        "lengths ignored",
+        lambda X, lens: torch.softmax(X, dim=-1),
+        "this looks like a plain softmax that ignores valid_lens: the keys at or beyond "
+        "each length must get weight 0; "
+        + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+)
+def check_masked_softmax(
+    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+) -> CheckReport:
+    """Check ``fn(X, valid_lens)``: masked softmax of (batch, queries, keys) scores.
+
+    Lengths may be 1-D (batch,) or 2-D (batch, queries). A row of length 0 must
+    be all zeros; float16 and bfloat16 scores must work and keep their dtype;
+    masked scores of any size (even huge ones) must not matter; gradients must
+    be finite and equal to the library's (the last case). Knows the slips of
+    exercise 1 (a shift by the maximum over all keys, zeroing after exp, a
+    ``torch.where`` after exp, 0 / 0 for a row of length 0) and the fill
+    values that exercise does without (-1e6, -inf, a fixed fill, an added mask).
+    """
+    g = _generator(4)
+    X = torch.randn(2, 2, 4, generator=g)
+    wide = torch.randn(3, 5, 7, generator=g)
+    length_0 = _see("A sequence of length 0", _MASKED)
+    half = _see("Half precision", _MASKED)
+    steps = _see("Building a masked softmax, step by step", _MASKED)
+
+    def case(description: str, scores: torch.Tensor, lens: torch.Tensor, hint: str) -> tuple:
+        """A case whose expected answer is the library's masked softmax of its arguments."""
+        return (description, (scores, lens), masking.masked_softmax(scores, lens), hint)
+
+    lengths_hint = "a 1-D length covers every query of its sequence, a 2-D one a single query; "
+    cases = [
+        case(description, scores, lens, lengths_hint + steps)
+        for description, scores, lens in (
+            ("1-D lengths [2, 3]", X, torch.tensor([2, 3])),
+            ("2-D lengths [[1, 3], [2, 4]]", X, torch.tensor([[1, 3], [2, 4]])),
+            ("every key valid", X, torch.tensor([4, 4])),
+            ("a (3, 5, 7) batch with lengths [7, 1, 4]", wide, torch.tensor([7, 1, 4])),
+        )
+    ]
+    empty = torch.tensor([0, 3])
+    huge = X.masked_fill(torch.arange(4) >= 2, 1e30)  # keys 2 and 3 masked below
+    low = X * 1e3 - 1e7  # real scores far below -1e6
+    cases += [
+        case(
+            "a sequence of length 0 gives a row of zeros",
+            X,
+            empty,
+            "a row with no valid key must come out as zeros, neither uniform nor NaN: once "
+            "its masked entries are zeroed its sum is 0, so divide by a sum kept away "
+            "from 0; " + length_0,
+        ),
+        case(
+            "a 2-D length of 0 for one query",
+            X,
+            torch.tensor([[0, 2], [4, 0]]),
+            "rows with no valid key are all zeros; " + length_0,
+        ),
+        case(
+            "masked scores of 1e30 (padding may hold anything)",
+            huge,
+            torch.tensor([2, 1]),
+            "a masked score must never take part, however large: leave it out of the "
+            "maximum, and zero it before exponentiating (exp(1e30) is inf, and inf * 0 "
+            "is NaN); " + steps,
+        ),
+        case(
+            "real scores around -1e7 (below a fill of -1e6)",
+            low,
+            torch.tensor([2, 3]),
+            "the valid scores lie far below -1e6 here; a shift by the maximum over the "
+            "valid keys works at any scale; " + steps,
+        ),
+    ]
+    storage = {
+        "float16": "float16 stores numbers only up to 65504, with about 3 significant digits",
+        "bfloat16": "bfloat16 has float32's range but only 2 to 3 significant digits",
+    }
+    for dtype, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
+        scores = X.to(dtype)
+        for lens in (torch.tensor([2, 3]), empty):
+            reference = masking.masked_softmax(scores.float(), lens).to(dtype)
+            cases.append(
+                (
+                    f"{name} scores, lengths {lens.tolist()}",
+                    (scores, lens),
+                    reference,
+                    f"compute in the scores' dtype and return it ({storage[name]}), and "
+                    "keep a row of length 0 all zeros; " + half,
+                )
+            )
+
+    # Gradients: masked scores, huge ones included, get exactly 0; nothing is NaN.
+    lens_2d = torch.tensor([[0, 2], [4, 1]])
+    keep = torch.arange(4) < lens_2d[..., None]  # (batch, queries, keys)
+    scores = torch.where(keep, X, torch.tensor(1e30))
+    upstream = torch.randn(2, 2, 4, generator=g)
+    leaf = scores.clone().requires_grad_(True)
+    reference = masking.masked_softmax(leaf, lens_2d)
+    (gradient,) = torch.autograd.grad((reference * upstream).sum(), leaf)
+    cases.append(
+        Case(
+            "gradients with lengths [[0, 2], [4, 1]] and masked scores of 1e30",
+            (scores, lens_2d),
+            {"output": reference.detach(), "gradient": gradient},
+            "torch.where(keep, torch.exp(...), 0) still backpropagates 0 * inf = NaN "
+            "through the discarded exponentials, and a detached result backpropagates "
+            "nothing; zero the masked differences before exponentiating; "
+            + _see("Edge cases", _MASKED),
+            probe=lambda f: _with_gradient(f, upstream),
+        )
+    )
+    return _run("check_masked_softmax", fn, cases, mistakes=check_masked_softmax.mistakes)
+
+
+_CAUSAL = _see("Building a masked softmax, step by step", _MASKED)
+
+
+@knows(
+    Mistake(
+        "off by one",
+        lambda batch, queries: torch.arange(queries).repeat(batch, 1),
+        "this looks like lengths 0, 1, ..., queries - 1: query 0 would see no key at all; "
+        "query i sees keys 0..i, which is i + 1 keys; " + _CAUSAL,
+    ),
+    Mistake(
+        "transposed",
+        lambda batch, queries: torch.arange(1, queries + 1)[:, None].expand(queries, batch),
+        "this looks like a (queries, batch) answer: the lengths are right but the axes are "
+        "swapped; one row per batch item, one column per query; " + _CAUSAL,
+    ),
+    Mistake(
+        "counting down",
+        lambda batch, queries: torch.arange(queries, 0, -1).expand(batch, queries),
+        "this looks like lengths that count down: in a causal pattern the first query "
+        "sees the fewest keys (1) and the last sees them all; " + _CAUSAL,
+    ),
+    Mistake(
+        "every key",
+        lambda batch, queries: torch.full((batch, queries), queries),
+        "this looks like every query seeing every key: a causal query i sees only keys "
+        "0..i; " + _CAUSAL,
+    ),
+    Mistake(
+        "one row",
+        lambda batch, queries: torch.arange(1, queries + 1),
+        "this looks like one (queries,) row for the whole batch: the answer is 2-D, "
+        "(batch, queries), the same row repeated for every batch item; " + _CAUSAL,
+    ),
+)
+def check_causal_lengths(fn: Callable[[int, int], torch.Tensor]) -> CheckReport:
+    """Check ``fn(batch, queries)``: 2-D valid lengths for a look-back-only pattern.
+
+    Query i (counting from 0) may see keys 0..i, so its length is i + 1; the
+    answer is an integer tensor of shape (batch, queries). Catches lengths
+    0..queries-1 (query 0 would see nothing), a transposed (queries, batch)
+    answer, lengths that count down, every key for every query, and a single
+    row for the whole batch.
+    """
+    hint = (
+        "query i, counting from 0, sees keys 0, ..., i: that is i + 1 keys, so row "
+        "[1, 2, ..., queries], one row per batch item; " + _CAUSAL
+    )
+    cases = []
+    for batch, queries in ((1, 4), (2, 3), (3, 6), (4, 4), (1, 1)):
+        expected = torch.arange(1, queries + 1).expand(batch, queries)
+        cases.append((f"batch={batch}, queries={queries}", (batch, queries), expected, hint))
+    return _run("check_causal_lengths", fn, cases, mistakes=check_causal_lengths.mistakes)
