@@ -77,10 +77,26 @@ def cls_attention(weights: torch.Tensor) -> torch.Tensor:
     ``weights`` is (batch, heads, n, n); the result (batch, n - 1) is the [CLS]
     row averaged over the heads, without its weight on [CLS] itself, and
     renormalised to sum to 1 over the patches (so a uniform row is 1 / (n - 1)).
+    A [CLS] row that puts no weight at all on the patches has no such map: it
+    is refused by name, as is a NaN in ``weights``.
     """
     _validate.tensor("weights", weights, ndim=4, floating=True)
+    if weights.shape[-1] < 2 or weights.shape[-2] != weights.shape[-1]:
+        raise ValueError(
+            "weights must be (batch, heads, n, n) with n >= 2 ([CLS] and at least one patch), "
+            f"got shape {tuple(weights.shape)}"
+        )
+    if torch.isnan(weights).any():
+        raise ValueError("weights must not hold NaN")
     row = weights[:, :, 0, 1:].mean(dim=1)  # (batch, patches)
-    return row / row.sum(dim=-1, keepdim=True)
+    total = row.sum(dim=-1, keepdim=True)
+    if (total <= 0).any():
+        first = int((total[:, 0] <= 0).nonzero()[0, 0])
+        raise ValueError(
+            f"weights: the [CLS] row of example {first} puts no weight on any patch, "
+            "so its map over the patches is undefined"
+        )
+    return row / total
 
 
 def attention_rollout(weights: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:

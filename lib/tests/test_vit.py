@@ -248,6 +248,20 @@ def test_cls_attention_drops_cls_and_renormalises():
     torch.testing.assert_close(explain.cls_attention(w), torch.tensor([[0.75, 0.25, 0.5]]) / 1.5)
 
 
+def test_cls_attention_refuses_a_row_with_no_patch_weight_and_nan():
+    # Renormalising a [CLS] row that puts all its weight on [CLS] divides 0 by 0:
+    # the map is undefined, and it is refused by name rather than returned as NaN.
+    w = torch.zeros(2, 1, 3, 3)
+    w[:, :, :, 0] = 1.0
+    w[1, 0, 0] = torch.tensor([0.5, 0.25, 0.25])
+    with pytest.raises(ValueError, match="example 0 puts no weight on any patch"):
+        explain.cls_attention(w)
+    bad = torch.full((1, 1, 3, 3), 1 / 3)
+    bad[0, 0, 1, 2] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        explain.cls_attention(bad)
+
+
 def test_occlusion_scores_match_one_forward_per_occluded_copy():
     model = vit.build_vit(2).eval()
     g = torch.Generator().manual_seed(0)
