@@ -178,7 +178,7 @@ BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests \
-	  --ignore=tests/test_jupyter.py --ignore=tests/test_pdf.py \
+	  --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupyter.py --ignore=tests/test_pdf.py \
 	  $(addprefix --ignore=,$(BROWSER_TESTS))
 
 # Every static explorer driven offline, axe-core in light and dark mode, the
