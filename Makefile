@@ -259,14 +259,16 @@ seq2seq-runs: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/seq2seq_runs.py
 
 # Chapter 14's length-generalisation table: five position schemes x three
-# seeds, on two tasks (30 small runs, about 4 minutes of CPU time, two at a
-# time on one thread each). The chapter loads the result and re-runs seed 0
-# of two schemes live, asserting that they match it.
+# seeds on two tasks, plus the ablations (depth, vocabulary, RoPE base,
+# interpolation and NTK-aware scaling): 60 small runs, about 9 minutes of CPU
+# time, two at a time on one thread each. The chapter loads the result and
+# re-runs seed 0 of two schemes live, asserting that they match it.
 positions-sweep: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/positions_sweep.py
 
-# Chapter 15 prints its ranges over seeds from this stored record (about 2 minutes
-# of CPU); the notebook re-runs seed 0 and checks it against the record.
+# Chapter 15 prints its ranges over seeds from this stored record (about half a
+# minute of CPU per seed, eight seeds, plus the baselines); the notebook re-runs
+# seed 0 and checks it against the record.
 vit-sweep: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/vit_sweep.py
 

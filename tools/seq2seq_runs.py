@@ -17,7 +17,7 @@ library. It is not a test.
 
     OMP_NUM_THREADS=1 python tools/seq2seq_runs.py   # or: make seq2seq-runs
 
-About 5 minutes of CPU time on one thread for the three seeds (seeds 0, 1, 2);
+About 6 minutes of CPU time on one thread for the three seeds (seeds 0, 1, 2);
 ``--seed N --part DIR`` runs one seed into DIR and ``--merge DIR`` writes the file
 from such parts, so that seeds can run side by side. ``--only PART`` recomputes
 one part (a key of a seed's entry, e.g. ``zero_start``) and adds it to the
