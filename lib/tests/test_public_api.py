@@ -29,11 +29,7 @@ import attnbook
 
 # Modules whose callables take tensors or numbers (the widgets and checkers
 # have their own suites; ``plotting`` draws and is checked in test_plotting).
-MODULES = [
-    m
-    for m in attnbook._SUBMODULES
-    if m not in ("checks", "widgets", "plotting", "colab")
-]
+MODULES = [m for m in attnbook._SUBMODULES if m not in ("checks", "widgets", "plotting", "colab")]
 
 
 @dataclass
