@@ -16,6 +16,7 @@ import math
 
 import torch
 
+from . import _validate
 from .induction import AttentionOnlyTransformer, CausalAttentionLayer, RepeatBatch, causal_mask
 
 __all__ = ["PATHS", "path_ablation_accuracy"]
@@ -61,7 +62,12 @@ def path_ablation_accuracy(
     unknown = [p for p in paths if p not in PATHS]
     if unknown:
         raise ValueError(f"paths may only hold names from {PATHS}, got {unknown}")
-    tokens = batch.tokens
+    tokens = _validate.ids("batch.tokens", batch.tokens, upper=model.embed.num_embeddings, ndim=2)
+    if tokens.shape[1] > model.position.num_embeddings:
+        raise ValueError(
+            f"batch.tokens has {tokens.shape[1]} positions, more than the model's "
+            f"max_len={model.position.num_embeddings}"
+        )
     with torch.no_grad():
         without = model.embed(tokens) + model.position.weight[: tokens.shape[1]]  # (b, n, D)
         full = without + model.layers[0](without)

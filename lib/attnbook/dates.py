@@ -191,14 +191,26 @@ def encode_dates(dates, formats) -> Seq2SeqBatch:
 def encode_sources(texts) -> tuple[torch.Tensor, torch.Tensor]:
     """Source strings (characters of :data:`SOURCE_VOCAB`) as (batch, n) indices padded
     with 0, and their (batch,) lengths."""
+    return _encode_sources(texts, "texts")
+
+
+def _encode_sources(texts, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`encode_sources`, its errors naming the argument ``name``."""
     if isinstance(texts, str):
-        raise TypeError(f"texts must be a list of strings, not one string: got {texts!r}")
+        raise TypeError(f"{name} must be a list of strings, not one string: got {texts!r}")
+    if not hasattr(texts, "__iter__"):
+        raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__} {texts!r}")
     texts = list(texts)
     if not texts or not all(isinstance(t, str) and t for t in texts):
-        raise ValueError(f"texts must be a non-empty list of non-empty strings, got {texts!r}")
+        raise ValueError(f"{name} must be a non-empty list of non-empty strings, got {texts!r}")
     lens = [len(t) for t in texts]
     source = torch.zeros(len(texts), max(lens), dtype=torch.long)
     for row, text in enumerate(texts):
+        unknown = sorted({c for c in text if c not in SOURCE_VOCAB.index})
+        if unknown:
+            raise ValueError(
+                f"{name}[{row}] = {text!r} holds characters outside SOURCE_VOCAB: {unknown}"
+            )
         source[row, : len(text)] = torch.tensor(SOURCE_VOCAB.encode(text))
     return source, torch.tensor(lens)
 

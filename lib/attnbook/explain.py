@@ -180,12 +180,12 @@ def occlusion_scores(
     blank paper) or one (C, H, W) image whose patch j replaces patch j (the
     mean training image, say): each asks a different counterfactual question,
     and the scores depend on it. The model runs in eval mode on every
-    occluded copy; all of them (batch x patches) go through it in one batch.
+    occluded copy (its own mode is restored after); all of them (batch x
+    patches) go through it in one batch.
     """
     _validate.module("model", model, nn.Module)
     _check_batch(images, labels)
     _check_labels(model, labels)
-    model.eval()
     b, C, H, W = images.shape
     patches = patchify(images, patch_size)  # (b, P, C p p)
     filler = _fill_patches(fill, images, patch_size)  # (1, P, C p p)
@@ -193,8 +193,9 @@ def occlusion_scores(
     hide = torch.eye(P, dtype=torch.bool, device=images.device).reshape(1, P, P, 1)
     occluded = torch.where(hide, filler[:, None], patches[:, None])  # copy j hides patch j
     copies = unpatchify(occluded.reshape(b * P, P, -1), patch_size, H, W)  # (b P, C, H, W)
-    base = _true_class_probability(model, images[:, None], labels)  # (b, 1)
-    hidden = _true_class_probability(model, copies.reshape(b, P, C, H, W), labels)  # (b, P)
+    with _validate.eval_mode(model):
+        base = _true_class_probability(model, images[:, None], labels)  # (b, 1)
+        hidden = _true_class_probability(model, copies.reshape(b, P, C, H, W), labels)  # (b, P)
     return base - hidden
 
 
@@ -215,20 +216,20 @@ def deletion_curve(
     last column the image wholly filled. Ties in a map are broken by patch
     number (the lower first). An order that finds what the model uses makes
     the curve fall fast: the "deletion" test of a saliency map (Petsiuk et al.,
-    2018). ``fill`` is as in :func:`occlusion_scores`.
+    2018). ``fill`` is as in :func:`occlusion_scores`. The model runs in eval
+    mode; its own mode is restored after.
     """
     _validate.module("model", model, nn.Module)
     _check_batch(images, labels)
     _check_labels(model, labels)
     patches = patchify(images, patch_size)  # (b, P, C p p)
     b, P = patches.shape[:2]
-    _validate.tensor("scores", scores, ndim=2)
+    _validate.no_nan("scores", _validate.as_float_tensor("scores", scores, ndim=2))
     if tuple(scores.shape) != (b, P):
         raise ValueError(
             f"scores must be (batch, patches) = {(b, P)} for these images, "
             f"got {tuple(scores.shape)}"
         )
-    model.eval()
     filler = _fill_patches(fill, images, patch_size)  # (1, P, C p p)
     order = scores.to(images.device).argsort(dim=-1, descending=True, stable=True)
     place = order.argsort(dim=-1)  # (b, P): where each patch comes in the order
@@ -237,7 +238,8 @@ def deletion_curve(
     filled = torch.where(hide, filler[:, None], patches[:, None])  # (b, P + 1, P, C p p)
     _, C, H, W = images.shape
     copies = unpatchify(filled.reshape(b * (P + 1), P, -1), patch_size, H, W)
-    return _true_class_probability(model, copies.reshape(b, P + 1, C, H, W), labels)
+    with _validate.eval_mode(model):
+        return _true_class_probability(model, copies.reshape(b, P + 1, C, H, W), labels)
 
 
 def deletion_area(curve: torch.Tensor) -> torch.Tensor:
@@ -303,7 +305,7 @@ def partial_spearman(a: torch.Tensor, b: torch.Tensor, given: torch.Tensor) -> t
     parts of their ranks that a straight line in ``given``'s ranks cannot
     predict). NaN where either correlation with ``given`` is +-1 or undefined.
     """
-    _validate.tensor("given", given, ndim=2)
+    _validate.as_float_tensor("given", given, ndim=2)
     r_ab = spearman(a, b)
     if given.shape != a.shape:
         raise ValueError(
@@ -333,13 +335,13 @@ def explanation_scores(
     :func:`attention_rollout` over the patches), ``"ink"``, ``"random"``
     (uniform random numbers drawn from ``seed``, the chance level) and
     ``"occlusion"`` (:func:`occlusion_scores` with ``fill``). Every score is
-    on the images' device. The model is left in eval mode.
+    on the images' device. The model runs in eval mode; its own mode is restored after.
     """
     _validate.module("model", model, nn.Module)
     _check_batch(images, labels)
     _check_labels(model, labels)
-    model.eval()
-    model(images)
+    with _validate.eval_mode(model):
+        model(images)
     weights = [w.detach() for w in model.attention_weights]
     generator = torch.Generator().manual_seed(seed)
     random = torch.rand(images.shape[0], model.num_patches, generator=generator)

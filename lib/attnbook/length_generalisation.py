@@ -356,6 +356,9 @@ def accuracy_by_position(
     _check_model(model)
     make = TASKS[_task(task)]
     length = _validate.positive_int("length", length)
+    size = _validate.positive_int("size", size)
+    if isinstance(edges, (str, bytes)) or not hasattr(edges, "__iter__"):
+        raise TypeError(f"edges must be a sequence of integers, got {edges!r}")
     edges = tuple(edges)
     if (
         len(edges) < 2

@@ -537,14 +537,14 @@ def rewrite(model: GRUSeq2Seq, texts, *, start_from=None) -> list[str]:
     encoder states of ``texts`` but starts from the initial state s_{-1} made from
     ``start_from``: the swap that separates the two routes from the source.
     """
-    from .dates import TARGET_LENGTH, TARGET_VOCAB, encode_sources
+    from .dates import TARGET_LENGTH, TARGET_VOCAB, _encode_sources
 
     if not isinstance(model, GRUSeq2Seq):
         raise TypeError(f"model must be a GRUSeq2Seq, got {type(model).__name__}")
-    source, lens = encode_sources(texts)
+    source, lens = _encode_sources(texts, "texts")
     initial = None
     if start_from is not None:
-        other, other_lens = encode_sources(start_from)
+        other, other_lens = _encode_sources(start_from, "start_from")
         if other.shape[0] != source.shape[0]:
             raise ValueError(
                 f"start_from must hold one string per text ({source.shape[0]}), "
@@ -562,7 +562,13 @@ def rewrite(model: GRUSeq2Seq, texts, *, start_from=None) -> list[str]:
 
 def other_century(text: str) -> str:
     """A numeric date "dd/mm/yy" with its year moved to the other century (yy + 50 mod 100)."""
-    if not isinstance(text, str) or len(text) != 8 or text[2] != "/" or text[5] != "/":
+    if (
+        not isinstance(text, str)
+        or len(text) != 8
+        or text[2] != "/"
+        or text[5] != "/"
+        or not all(p.isascii() and p.isdigit() for p in (text[:2], text[3:5], text[6:]))
+    ):
         raise ValueError(f"text must be a numeric date 'dd/mm/yy', got {text!r}")
     return f"{text[:6]}{(int(text[6:]) + 50) % 100:02d}"
 

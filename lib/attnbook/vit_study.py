@@ -21,6 +21,7 @@ from importlib import resources
 
 import torch
 
+from . import _validate
 from .digits import DigitsSplit
 from .explain import (
     METHODS,
@@ -32,7 +33,7 @@ from .explain import (
     explanation_scores,
     spearman,
 )
-from .vit import TinyViT, accuracy, build_cnn, build_mlp, build_vit, train_vit
+from .vit import TinyViT, _seed, accuracy, build_cnn, build_mlp, build_vit, train_vit
 
 __all__ = [
     "SETTING",
@@ -58,7 +59,14 @@ ORDERS = (*METHODS, "untrained rollout", "occlusion, zero", "occlusion, mean ima
 def fills(data: DigitsSplit) -> dict[str, float | torch.Tensor]:
     """The two occlusion fills the chapter compares: ``"zero"`` (blank paper) and
     ``"mean image"`` (each patch replaced by the same patch of the mean training image)."""
+    _check_data(data)
     return {"zero": 0.0, "mean image": data.X_train.mean(dim=0)}
+
+
+def _check_data(data: object) -> DigitsSplit:
+    if not isinstance(data, DigitsSplit):
+        raise TypeError(f"data must be a DigitsSplit, got {type(data).__name__}")
+    return data
 
 
 def measure(model: TinyViT, untrained: TinyViT, data: DigitsSplit, seed: int) -> dict[str, float]:
@@ -75,10 +83,13 @@ def measure(model: TinyViT, untrained: TinyViT, data: DigitsSplit, seed: int) ->
     of the two occlusions, and ``"misread"``: how many of the images the
     model misclassifies (each is still explained for its true class).
     """
+    _validate.module("model", model, TinyViT)
+    _validate.module("untrained", untrained, TinyViT)
+    _check_data(data)
+    _seed(seed)
     images, labels = data.X_test[:NUM_EXPLAINED], data.y_test[:NUM_EXPLAINED]
     p = model.patch_size
-    with torch.no_grad():
-        untrained.eval()
+    with torch.no_grad(), _validate.eval_mode(untrained):
         untrained(images)
         cold_weights = [w.detach() for w in untrained.attention_weights]
         misread = int((model(images).argmax(-1) != labels).sum())

@@ -102,3 +102,76 @@ def test_nadaraya_watson_refuses_a_nan_key():
 def test_string_flags_are_refused(call, name):
     with pytest.raises(TypeError, match=name):
         call(lm.TinyLM(5, 8, 2, 1, 8))
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_explanations_keep_the_callers_mode(train):
+    from attnbook import explain
+
+    model = _vit().train(train)
+    X = torch.rand(2, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    y = torch.tensor([1, 2])
+    explain.occlusion_scores(model, X, y, 2)
+    assert all(m.training == train for m in model.modules())
+    explain.deletion_curve(model, X, y, torch.rand(2, 16), 2)
+    assert all(m.training == train for m in model.modules())
+    explain.explanation_scores(model, X, y)
+    assert all(m.training == train for m in model.modules())
+
+
+def test_deletion_curve_refuses_nan_scores():
+    from attnbook import explain
+
+    X = torch.rand(2, 1, 8, 8)
+    scores = torch.rand(2, 16)
+    scores[0, 3] = math.nan
+    with pytest.raises(ValueError, match="scores must not contain NaN"):
+        explain.deletion_curve(_vit(), X, torch.tensor([1, 2]), scores, 2)
+
+
+def test_date_strings_are_refused_by_the_argument_that_holds_them():
+    from attnbook import dates, seq2seq
+
+    with pytest.raises(ValueError, match=r"texts\[1\] = 'x\?' holds characters outside"):
+        dates.encode_sources(["3 Feb 2001", "x?"])
+    with pytest.raises(TypeError, match="texts must be a list of strings"):
+        dates.encode_sources(5)
+    model = seq2seq.GRUSeq2Seq(
+        len(dates.SOURCE_VOCAB.symbols),
+        len(dates.TARGET_VOCAB.symbols),
+        embed=4,
+        enc_hiddens=4,
+        dec_hiddens=8,
+        attn_hiddens=4,
+    )
+    with pytest.raises(ValueError, match="start_from must be a non-empty list"):
+        seq2seq.rewrite(model, ["03/02/01"], start_from=[""])
+    with pytest.raises(ValueError, match="text must be a numeric date"):
+        seq2seq.other_century("03/02/ab")
+
+
+def test_path_ablation_refuses_tokens_the_model_cannot_embed():
+    from attnbook import composition
+
+    model = induction.AttentionOnlyTransformer(
+        vocab=16, num_hiddens=8, num_heads=2, num_layers=2, max_len=12
+    )
+    wide = induction.make_repeat_batch(2, length=12, segment=4, vocab=40, max_gap=2, seed=0)
+    with pytest.raises(ValueError, match=r"batch.tokens must hold ids in \[0, 15\]"):
+        composition.path_ablation_accuracy(model, wide, ())
+    long = induction.make_repeat_batch(2, length=20, segment=8, vocab=16, max_gap=2, seed=0)
+    with pytest.raises(ValueError, match="max_len=12"):
+        composition.path_ablation_accuracy(model, long, ())
+
+
+def test_accuracy_by_position_refuses_edges_that_are_not_a_sequence():
+    from attnbook import length_generalisation as lg
+
+    model = lg.PositionModel("rope", vocab=16, num_hiddens=8, num_heads=2, num_layers=1)
+    with pytest.raises(TypeError, match="edges must be a sequence"):
+        lg.accuracy_by_position(model, 6, 6, task="copy", size=2)
+
+
+def test_vit_study_refuses_data_that_is_not_a_split():
+    with pytest.raises(TypeError, match="data must be a DigitsSplit"):
+        vit_study.fills({"X_train": torch.rand(3, 1, 8, 8)})

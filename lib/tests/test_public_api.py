@@ -129,6 +129,12 @@ def _gru():
     )
 
 
+def _digits():
+    from attnbook import digits
+
+    return digits.load_digits_split()
+
+
 def _forward(make_obj):
     return (make_obj, "forward")
 
@@ -882,6 +888,58 @@ def _cases() -> dict[str, Case]:
             )
         ),
     )
+    c["length_generalisation.rescale_rope"] = Case(
+        lambda: {"model": _position_model(), "base": 10000.0, "position_scale": 0.5}
+    )
+    c["length_generalisation.accuracy_by_position"] = Case(
+        lambda: {
+            "model": _position_model(),
+            "length": 6,
+            "edges": (0, 3, 6),
+            "task": "copy",
+            "size": 2,
+            "seed": 0,
+        },
+        skip={"seed"},
+    )
+    c["vit.build_cnn"] = Case(lambda: {"seed": 0, "width": 4}, skip={"seed"})
+    c["vit.build_mlp"] = Case(lambda: {"seed": 0, "hidden": 4}, skip={"seed"})
+    c["explain.deletion_curve"] = Case(
+        lambda: {
+            "model": _vit(),
+            "images": _images(2),
+            "labels": _labels(2),
+            "scores": _rand(2, 16, seed=1),
+            "patch_size": 2,
+            "fill": 0.0,
+        },
+        ids={"labels": 10},
+        nan={"scores"},
+        accepts={"model": {"wrong module"}},  # any classifier of images
+    )
+    c["explain.deletion_area"] = Case(lambda: {"curve": _rand(2, 5)}, batch={"curve"})
+    c["explain.partial_spearman"] = Case(
+        lambda: {"a": _rand(2, 5), "b": _rand(2, 5, seed=1), "given": _rand(2, 5, seed=2)}
+    )
+    c["vit_study.fills"] = Case(lambda: {"data": _digits()})
+    c["vit_study.measure"] = Case(
+        lambda: {"model": _vit(), "untrained": _vit(), "data": _digits(), "seed": 0},
+        skip={"seed"},
+    )
+    c["composition.path_ablation_accuracy"] = Case(
+        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "paths": ("queries",)}
+    )
+    c["seq2seq.rewrite"] = Case(
+        lambda: {"model": _gru(), "texts": ["03/02/01"], "start_from": None}
+    )
+    c["seq2seq.other_century"] = Case(lambda: {"text": "03/02/01"})
+    c["seq2seq.century_swap"] = Case(
+        lambda: {
+            "model": _gru(),
+            "batch": dates.encode_dates([datetime.date(2001, 2, 3)] * 2, ["numeric"] * 2),
+        }
+    )
+    c["dates.encode_sources"] = Case(lambda: {"texts": ["03/02/01", "3 Feb 2001"]})
     c["pooling.NWKernelRegression.forward"] = Case(
         lambda: {"queries": _rand(3), "keys": _rand(5), "values": _rand(5, seed=1)},
         accepts={"keys": {"axes+"}, "values": {"axes+"}},
