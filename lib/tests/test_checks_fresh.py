@@ -22,7 +22,7 @@ import test_checks_vit as vit_tests
 import torch
 import torch.nn.functional as F
 
-from attnbook import checks, explain, patches, rope
+from attnbook import checks, explain, norms, patches, rope
 from attnbook.checks._core import Case, _run
 from attnbook.checks._explain import describe
 
@@ -174,6 +174,11 @@ def _block_count_by_building(num_hiddens, ffn_hiddens):
     return sum(p.numel() for p in TransformerBlock(num_hiddens, 1, ffn_hiddens).parameters())
 
 
+def _masks_with_torch(m, source_lens, n):
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(m) == -math.inf
+    return causal, torch.arange(n) >= source_lens[:, None]
+
+
 SHORTCUTS = [
     (
         "check_layer_norm",
@@ -185,7 +190,13 @@ SHORTCUTS = [
         lambda X, g, b, eps: torch.nn.LayerNorm(X.shape[-1], eps=eps)(X) * g + b,
         "nn.functional.layer_norm",
     ),
+    (
+        "check_layer_norm",
+        lambda X, g, b, eps: norms.layer_norm(X, g, b, eps),
+        "attnbook.norms.layer_norm",
+    ),
     ("check_rope_scores", _rope_with_library, "apply_rope"),
+    ("check_decoder_masks", _masks_with_torch, "generate_square_subsequent_mask"),
     ("check_tiled_causal", _tiled_with_whole_mask, "the whole n x n mask"),
     ("check_patchify", lambda images, p: patches.patchify(images, p), "patchify"),
     ("check_attention_rollout", lambda w: explain.attention_rollout(w), "attention_rollout"),
@@ -222,6 +233,42 @@ def test_a_forbidden_library_function_is_caught_however_it_was_imported():
         return renamed(q, p) @ renamed(k, p).transpose(-1, -2)
 
     assert checks.check_rope_scores(rope_scores).mistake == "apply_rope"
+
+
+def test_the_library_layer_norm_is_caught_however_it_was_imported():
+    from attnbook.norms import LayerNorm
+    from attnbook.norms import layer_norm as renamed
+
+    def by_function(X, gamma, beta, eps):
+        return renamed(X, gamma, beta, eps)
+
+    def by_module(X, gamma, beta, eps):
+        return LayerNorm(X.shape[-1], eps=eps)(X) * gamma + beta
+
+    for shortcut in (by_function, by_module):
+        report = checks.check_layer_norm(shortcut)
+        assert report.mistake == "attnbook.norms.layer_norm", repr(report)
+        assert "attnbook.norms.layer_norm" in report.diagnosis
+    # nn.functional.layer_norm keeps its own diagnosis.
+    report = checks.check_layer_norm(lambda X, g, b, eps: F.layer_norm(X, X.shape[-1:], g, b, eps))
+    assert report.mistake == "F.layer_norm", repr(report)
+
+
+def test_torch_causal_mask_is_caught_however_it_was_reached():
+    from torch.nn import Transformer
+
+    square = Transformer.generate_square_subsequent_mask
+
+    def decoder_masks(m, source_lens, n):
+        causal = square(m, dtype=torch.float32).isinf()
+        return causal, torch.arange(n) >= source_lens[:, None]
+
+    report = checks.check_decoder_masks(decoder_masks)
+    assert report.mistake == "generate_square_subsequent_mask", repr(report)
+    assert "generate_square_subsequent_mask" in report.diagnosis
+    # The check leaves the torch function as it was, and working.
+    assert Transformer.generate_square_subsequent_mask is square
+    assert square(3).isinf().sum().item() == 3
 
 
 def test_ink_of_the_first_channel_only_is_rejected():

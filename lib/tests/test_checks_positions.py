@@ -51,3 +51,23 @@ def test_right_answers_pass():
 def test_near_misses_fail():
     assert not check_rope_scores(lambda q, k: 1.001 * rope_scores_by_loops(q, k))
     assert not check_alibi_slopes(lambda h: [1.001 * s for s in alibi_slopes_by_rule(h)])
+
+
+def _diagnosis(checker, name):
+    return next(m.diagnosis for m in checker.mistakes if m.name == name)
+
+
+def test_the_other_alternate_slopes_are_described_as_the_exercise_does():
+    # For h = 6 the right extra slope 1/2 lies above every 4-head slope, so the
+    # diagnosis must not say the extra slopes fall between them.
+    text = _diagnosis(check_alibi_slopes, "wrong_extra_slopes")
+    assert "fall between" not in text
+    assert "the other alternate slopes" in text and "2nd, 4th" in text
+
+
+def test_turning_the_other_way_is_named_a_convention_not_an_error():
+    # Turning by -i theta_r is a valid convention (the exercise says so): the
+    # diagnosis says it is the opposite one, not that the rotation is wrong.
+    text = _diagnosis(check_rope_scores, "negative_angle")
+    assert "opposite rotation convention" in text
+    assert "valid" in text

@@ -47,3 +47,21 @@ def test_an_unknown_mistake_fails_without_a_diagnosis():
 def test_a_transposed_rollout_is_named():
     report = checks.check_attention_rollout(lambda w: loop_rollout(w).transpose(-2, -1))
     assert report.mistake == "transposed"
+
+
+def test_rollout_messages_use_the_chapters_notation():
+    # Chapter 15 counts blocks from 0, R = A_{L-1} ... A_1 A_0, and writes the
+    # heads' mean as alpha-bar: A_l = (alpha-bar_l + I) / 2.
+    texts = [m.diagnosis for m in checks.check_attention_rollout.mistakes]
+    report = checks.check_attention_rollout(lambda w: w.mean(dim=2)[-1])  # an unknown slip
+    assert not report.passed and report.mistake is None, repr(report)
+    texts.append(repr(report))
+    for text in texts:
+        assert "A_L ..." not in text and "W + I" not in text and "A_1 A_2" not in text, text
+    whole = " ".join(texts)
+    assert "R = A_{L-1} ... A_1 A_0" in whole and "(\u1fb1_l + I) / 2" in whole
+
+
+def test_channels_last_is_called_a_convention():
+    text = next(m.diagnosis for m in checks.check_patchify.mistakes if m.name == "channels last")
+    assert "convention" in text, text

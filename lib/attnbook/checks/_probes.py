@@ -18,6 +18,13 @@ class _Forbidden(_Problem):
     """The reader's function called what its exercise asks the reader to write."""
 
 
+class _Refused(_Forbidden):
+    """... and what it called was a Python function (the library's own answer, or
+    another forbidden helper), caught by :func:`_refusing`. A type of its own, so
+    that a known mistake caught this way is told apart from an ATen operator
+    caught by :func:`_watched` in the same checker."""
+
+
 class _TooLarge(_Problem):
     """The reader's function built a tensor as large as the one its exercise avoids."""
 
@@ -90,7 +97,7 @@ def _refusing(functions: Sequence[Callable], what: str) -> Callable:
     own answer to the exercise), however the reader imported it.
 
     It watches Python calls with :func:`sys.setprofile` while the function runs
-    and raises :class:`_Forbidden` naming ``what``.
+    and raises :class:`_Refused` naming ``what``.
     """
     codes = {inspect.unwrap(f).__code__: f for f in functions}
 
@@ -109,7 +116,7 @@ def _refusing(functions: Sequence[Callable], what: str) -> Callable:
             finally:
                 sys.setprofile(previous)
             if called:
-                raise _Forbidden(f"it calls {what} ({called[0]})")
+                raise _Refused(f"it calls {what} ({called[0]})")
             return result
 
         return run

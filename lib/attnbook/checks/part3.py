@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
-from ._probes import _refusing, _watched
+from ._probes import _chain, _refusing, _watched
 from .part2 import _count
 
 _BLOCK = "The Transformer Block"
@@ -52,6 +52,12 @@ def _ln_swapped(X, gamma, beta, eps):
 _LN_SECTION = _see("Layer normalisation from scratch", _BLOCK)
 
 
+def _ln_library(X, gamma, beta, eps):
+    from ..norms import layer_norm
+
+    return layer_norm(X, gamma, beta, eps)
+
+
 @knows(
     Mistake(
         "F.layer_norm",
@@ -61,6 +67,13 @@ _LN_SECTION = _see("Layer normalisation from scratch", _BLOCK)
         "this calls nn.functional.layer_norm (or nn.LayerNorm), which the exercise asks you "
         "to write: take the mean and the biased variance over the last axis yourself; "
         + _LN_SECTION,
+    ),
+    Mistake(
+        "attnbook.norms.layer_norm",
+        _ln_library,
+        "this calls the library's attnbook.norms.layer_norm (or its norms.LayerNorm), which "
+        "the exercise asks you to write: take the mean and the biased variance over the last "
+        "axis yourself; " + _LN_SECTION,
     ),
     Mistake(
         "divides by D - 1",
@@ -135,10 +148,13 @@ def check_layer_norm(
     ``gamma`` and ``beta`` are (D,); the answer is
     ``gamma * (X - mean) / sqrt(var + eps) + beta`` with the mean and the
     biased variance (divided by D) taken over the last axis, as
-    ``torch.nn.functional.layer_norm`` computes it, but without calling it (the
-    exercise forbids it; a function that does is rejected). Each case is built
+    ``torch.nn.functional.layer_norm`` computes it, but without calling it or
+    the library's ``attnbook.norms.layer_norm``, however imported (the exercise
+    forbids both; a function that calls either is rejected). Each case is built
     to catch one mistake (its hint says which), and every known mistake is named.
     """
+    from ..norms import layer_norm
+
     g = _generator(9)
     where = _LN_SECTION
     cases = []
@@ -206,9 +222,14 @@ def check_layer_norm(
         fn,
         cases,
         mistakes=check_layer_norm.mistakes,
-        probe=_watched(
-            ("layer_norm", "group_norm"),
-            "nn.functional.layer_norm (or nn.LayerNorm), which the exercise replaces",
+        probe=_chain(
+            _watched(
+                ("layer_norm", "group_norm"),
+                "nn.functional.layer_norm (or nn.LayerNorm), which the exercise replaces",
+            ),
+            _refusing(
+                [layer_norm], "the library's attnbook.norms.layer_norm, which the exercise replaces"
+            ),
         ),
     )
 

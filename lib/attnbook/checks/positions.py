@@ -132,9 +132,11 @@ _SEE_ROPE = _see("RoPE: rotate the queries and keys", _POSITIONS)
     Mistake(
         "negative_angle",
         lambda q, k: _scores(q, k, sign=-1.0),
-        "the vectors were turned by -i theta_r (clockwise), or with cos and sin swapped, "
-        "which gives the same scores: the pair (a, b) at position i "
-        "becomes (a cos - b sin, a sin + b cos) of the angle +i theta_r; " + _SEE_ROPE,
+        "the vectors were turned by -i theta_r (clockwise), the opposite rotation "
+        "convention (cos and sin swapped gives the same scores). It is a valid one, the "
+        "scores still depend only on i - j, but the exercise asks for the book's: the pair "
+        "(a, b) at position i becomes (a cos - b sin, a sin + b cos) of the angle "
+        "+i theta_r; " + _SEE_ROPE,
     ),
 )
 def check_rope_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> CheckReport:
@@ -236,9 +238,10 @@ _SEE_ALIBI = _see("ALiBi: a penalty that grows with distance", _POSITIONS)
     Mistake(
         "wrong_extra_slopes",
         lambda h: _interleaved(h, slice(1, None, 2)),
-        "the extra heads repeat slopes the first heads already have: of the 2p-head "
-        "sequence take slopes 1, 3, 5, ... (counting from 1), the ones that fall between the "
-        "p-head slopes; " + _SEE_ALIBI,
+        "the extra heads repeat slopes the first heads already have: these are the other "
+        "alternate slopes of the 2p-head sequence (the 2nd, 4th, ...), which are exactly the "
+        "p-head slopes; take the 1st, 3rd, 5th, ... instead, the ones the p heads do not "
+        "have (for 6 heads 1/2 and 1/8); " + _SEE_ALIBI,
     ),
     Mistake(
         "reversed",

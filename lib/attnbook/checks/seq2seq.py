@@ -10,6 +10,7 @@ import torch
 from ..masking import masked_softmax
 from ._core import Case, CheckReport, Mistake, _generator, _Problem, _run, _see, knows
 from ._explain import describe
+from ._probes import _chain, _refusing
 
 _CROSS = "Attention Between Two Sequences"
 _DECODER_ENCODER = "Attention between the decoder and the encoder"
@@ -226,7 +227,29 @@ def _float_masks(m, lens, n):
     )
 
 
+def _torch_causal_masks() -> list[Callable]:
+    """PyTorch's ready-made causal mask, which exercise 2 forbids: the public
+    static method and the module function behind it (where this torch has one)."""
+    from torch.nn.modules import transformer
+
+    found = [torch.nn.Transformer.generate_square_subsequent_mask]
+    inner = getattr(transformer, "_generate_square_subsequent_mask", None)
+    return found + ([inner] if callable(inner) else [])
+
+
+def _masks_from_torch(m, lens, n):
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(m) == -math.inf
+    return causal, _masks(m, lens, n)[1]
+
+
 @knows(
+    Mistake(
+        "generate_square_subsequent_mask",
+        _masks_from_torch,
+        "this calls torch.nn.Transformer.generate_square_subsequent_mask, which the exercise "
+        "asks you not to use: build the boolean causal mask yourself from m, True strictly "
+        "above the diagonal (the future); " + _see(_TRANSFORMER, _CROSS),
+    ),
     Mistake(
         "both_inverted",
         lambda m, lens, n: (~_masks(m, lens, n)[0], ~_masks(m, lens, n)[1]),
@@ -297,6 +320,9 @@ def check_decoder_masks(fn: Callable) -> CheckReport:
     diagonal, and a boolean (b, n) mask, True at the source padding (PyTorch's
     convention: True means "may not attend"). Either mask inverted, or both,
     is named; otherwise the first failing case says which mask differs and where.
+    A function that calls ``torch.nn.Transformer.generate_square_subsequent_mask``
+    (however it was reached) is rejected: the exercise builds the masks from the
+    lengths alone.
     """
     cases = []
     for m, lens, n in ((4, [5, 2, 3], 5), (3, [1, 3], 4), (5, [6, 6, 1, 4], 6)):
@@ -316,7 +342,14 @@ def check_decoder_masks(fn: Callable) -> CheckReport:
         fn,
         cases,
         mistakes=check_decoder_masks.mistakes,
-        probe=_as_parts,
+        probe=_chain(
+            _as_parts,
+            _refusing(
+                _torch_causal_masks(),
+                "torch.nn.Transformer.generate_square_subsequent_mask, which the exercise "
+                "asks you not to use",
+            ),
+        ),
         explain=lambda case, got: _mask_reading(case.expected, got),
     )
 

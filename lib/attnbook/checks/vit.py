@@ -40,8 +40,9 @@ def _patches_permuted(images: torch.Tensor, p: int, order: tuple[int, ...]) -> t
         "channels last",
         lambda images, p: _patches_permuted(images, p, (0, 2, 4, 3, 5, 1)),
         "this looks like each patch's features ordered (row, column, channel), channels "
-        "last; the images are channels first, and each patch keeps that order: (channel, "
-        "row, column); " + _see("An image as a sequence", _VIT),
+        "last: the ViT paper's convention, which works as well once the embedding is "
+        "learned, but the exercise asks for the book's, (channel, row, column), the order "
+        "of a Conv2d weight; " + _see("An image as a sequence", _VIT),
     ),
     Mistake(
         "reshape without permute",
@@ -152,21 +153,21 @@ def _per_head_rollout(weights: torch.Tensor) -> torch.Tensor:
         lambda w: _rollout_chain(w, residual=False, renormalise=True, first_left=False),
         "this looks like the attention of each block multiplied as it is, without the "
         "identity for the residual connection: each block's output is its input plus the "
-        "attention's, so add I to each head-averaged matrix (then renormalise); "
-        + _see("Attention rollout", _VIT),
+        "attention's, so add I to each block's head average ᾱ_l and halve, A_l = "
+        "(ᾱ_l + I) / 2; " + _see("Attention rollout", _VIT),
     ),
     Mistake(
         "no renormalising",
         lambda w: _rollout_chain(w, residual=True, renormalise=False, first_left=False),
-        "this looks like W + I used without renormalising: its rows sum to 2, so the rows "
-        "of the product sum to 2 ** layers; divide each row by its sum (or take "
-        "(W + I) / 2); " + _see("Attention rollout", _VIT),
+        "this looks like ᾱ_l + I used without renormalising (ᾱ_l, the heads' mean): its "
+        "rows sum to 2, so the rows of the product sum to 2 ** layers; take "
+        "A_l = (ᾱ_l + I) / 2 (or divide each row by its sum); " + _see("Attention rollout", _VIT),
     ),
     Mistake(
         "wrong order",
         lambda w: _rollout_chain(w, residual=True, renormalise=True, first_left=True),
-        "this looks like the product taken in reading order, A_1 A_2 ... A_L: the first "
-        "block acts first, so it stands on the right, R = A_L ... A_2 A_1; "
+        "this looks like the product taken in reading order, A_0 A_1 ... A_{L-1}: block 0 "
+        "acts first, so it stands on the right, R = A_{L-1} ... A_1 A_0; "
         + _see("Attention rollout", _VIT),
     ),
     Mistake(
@@ -204,14 +205,15 @@ def _per_head_rollout(weights: torch.Tensor) -> torch.Tensor:
         "last block only",
         lambda w: _rollout_chain(w[-1:], residual=True, renormalise=True, first_left=False),
         "this looks like the last block's matrix alone: rollout chains every block, "
-        "R = A_L ... A_2 A_1; " + _see("Attention rollout", _VIT),
+        "R = A_{L-1} ... A_1 A_0; " + _see("Attention rollout", _VIT),
     ),
 )
 def check_attention_rollout(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
     """Check ``fn(weights)``: attention rollout of (layers, batch, heads, n, n) weights.
 
-    The answer is (batch, n, n): per block ``A_l = (mean over heads + I) / 2``,
-    rows summing to 1, chained as ``A_L ... A_2 A_1``
+    The answer is (batch, n, n): per block l = 0 .. L-1, ``A_l = (ᾱ_l + I) / 2``
+    with ``ᾱ_l`` the mean over the heads, rows summing to 1, chained as
+    ``R = A_{L-1} ... A_1 A_0``
     (:func:`attnbook.explain.attention_rollout`, which the reader's function
     must not call).
     """
@@ -220,7 +222,7 @@ def check_attention_rollout(fn: Callable[[torch.Tensor], torch.Tensor]) -> Check
 
     hint = (
         "average the heads, add the identity, renormalise the rows, and multiply each "
-        "later block on the left, R = A_L ... A_1; " + _see("Attention rollout", _VIT)
+        "later block on the left, R = A_{L-1} ... A_1 A_0; " + _see("Attention rollout", _VIT)
     )
 
     def case(description, layers, batch, heads, n):
