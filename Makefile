@@ -275,8 +275,10 @@ vit-sweep: $(STAMP)
 # Chapter 11's live explorer: its model's float16 weights (trained as the
 # chapter trains it, a few seconds on one thread) and the fixtures of the
 # JavaScript tests, computed by PyTorch on those weights.
+# Chapter 13's explorer (dates): its two GRU models' weights (seed 0, as the
+# chapter and `make seq2seq-runs` train them, about 35 s on one thread) and fixtures.
 live-weights: $(STAMP)
-	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py weights fixtures
+	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py weights fixtures dates-weights dates-fixtures
 
 bench: $(STAMP) book
 	$(BIN)/python -m tools.bench

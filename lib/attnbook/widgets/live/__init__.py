@@ -20,16 +20,22 @@ runtime and an explorer into one module by dropping the explorer's one
 from __future__ import annotations
 
 from ._pack import find_heads, pack_attention_only, unpack_attention_only
+from ._pack_dates import pack_gru_seq2seq, unpack_gru_seq2seq
 from ._source import module_source, read_source
+from .dates import DatesLive, dates_live
 from .induction import InductionLive, induction_live, load_chapter_weights
 
 __all__ = [
+    "DatesLive",
     "InductionLive",
+    "dates_live",
     "find_heads",
     "induction_live",
     "load_chapter_weights",
     "module_source",
     "pack_attention_only",
+    "pack_gru_seq2seq",
     "read_source",
     "unpack_attention_only",
+    "unpack_gru_seq2seq",
 ]

@@ -193,3 +193,101 @@ export function argmax(values, from = 0, to = values.length) {
   for (let i = from + 1; i < to; i++) if (values[i] > values[best]) best = i;
   return best - from;
 }
+
+// ---- for chapter 13's explorer (dates) ----
+
+// The logistic function, 1 / (1 + e^-x).
+export function sigmoid(x) {
+  return 1 / (1 + Math.exp(-x));
+}
+
+// One step of a GRU cell, PyTorch's nn.GRUCell: the weights hold the gates
+// in PyTorch's order r, z, n (weightIh (3H, inF), weightHh (3H, H), biases (3H)):
+//   r = sigmoid(W_ir x + b_ir + W_hr h + b_hr)
+//   z = sigmoid(W_iz x + b_iz + W_hz h + b_hz)
+//   n = tanh(W_in x + b_in + r * (W_hn h + b_hn))
+//   h' = (1 - z) * n + z * h
+// x (inF), h (H) -> h' (H).
+export function gruCell(x, h, inF, hidden, weightIh, weightHh, biasIh, biasHh) {
+  const gi = linear(x, 1, inF, weightIh, 3 * hidden, biasIh);
+  const gh = linear(h, 1, hidden, weightHh, 3 * hidden, biasHh);
+  const out = new Float64Array(hidden);
+  for (let k = 0; k < hidden; k++) {
+    const r = sigmoid(gi[k] + gh[k]);
+    const z = sigmoid(gi[hidden + k] + gh[hidden + k]);
+    const n = Math.tanh(gi[2 * hidden + k] + r * gh[2 * hidden + k]);
+    out[k] = (1 - z) * n + z * h[k];
+  }
+  return out;
+}
+
+// A one-layer bidirectional GRU from zero states over xs (n, inF), PyTorch's
+// nn.GRU(bidirectional=True): W holds {ih, hh, bih, bhh} for the forward
+// direction and {ihReverse, hhReverse, bihReverse, bhhReverse} for the backward
+// one. Returns {states: (n, 2H), each row [forward; backward], and final: (2H),
+// the forward state after the last input beside the backward one after the first}.
+export function bidirectionalGru(xs, n, inF, hidden, W) {
+  const states = new Float64Array(n * 2 * hidden);
+  const final = new Float64Array(2 * hidden);
+  const directions = [
+    [W.ih, W.hh, W.bih, W.bhh, 0],
+    [W.ihReverse, W.hhReverse, W.bihReverse, W.bhhReverse, hidden],
+  ];
+  for (const [ih, hh, bih, bhh, half] of directions) {
+    let h = new Float64Array(hidden);
+    for (let step = 0; step < n; step++) {
+      const j = half ? n - 1 - step : step;
+      h = gruCell(xs.subarray(j * inF, (j + 1) * inF), h, inF, hidden, ih, hh, bih, bhh);
+      states.set(h, j * 2 * hidden + half);
+    }
+    final.set(h, half);
+  }
+  return { states, final };
+}
+
+// The decoder's first state made from the encoder's final state z by the
+// bridge layer: s_{-1} = tanh(W_b z + b_b). weight (out, inF), bias (out).
+export function bridgeState(z, inF, weight, outF, bias) {
+  return linear(z, 1, inF, weight, outF, bias).map(Math.tanh);
+}
+
+// Additive (Bahdanau) attention of one query over n states, as
+// attnbook.seq2seq.AdditiveCrossAttention: score_j = v . tanh(W_s q + P_j),
+// where P = W_h states (n, A) is computed once per source (linear(states, n,
+// keySize, W_h, A)); weights = softmax of the scores; context = sum_j weight_j
+// states_j. query (querySize), states (n, keySize), Ws (A, querySize), v (A).
+// Returns {context: (keySize), weights: (n), scores: (n)}.
+export function additiveAttention(query, querySize, projected, states, n, keySize, hiddens, Ws, v) {
+  const q = linear(query, 1, querySize, Ws, hiddens);
+  const scores = new Float64Array(n);
+  for (let j = 0; j < n; j++) {
+    let score = 0;
+    for (let a = 0; a < hiddens; a++) score += v[a] * Math.tanh(q[a] + projected[j * hiddens + a]);
+    scores[j] = score;
+  }
+  const weights = softmax(scores);
+  const context = new Float64Array(keySize);
+  for (let j = 0; j < n; j++) {
+    for (let d = 0; d < keySize; d++) context[d] += weights[j] * states[j * keySize + d];
+  }
+  return { context, weights, scores };
+}
+
+// Greedy decoding: from `state`, `length` calls of step(previous, state) ->
+// {logits, state, weights}, each fed the argmax of the last logits (the start
+// symbol `start` first). Returns {tokens, logits: [per step], weights: [per step]}.
+export function greedyDecode(step, state, length, start = 0) {
+  const tokens = [];
+  const logits = [];
+  const weights = [];
+  let previous = start;
+  for (let t = 0; t < length; t++) {
+    const out = step(previous, state);
+    previous = argmax(out.logits);
+    state = out.state;
+    tokens.push(previous);
+    logits.push(out.logits);
+    weights.push(out.weights);
+  }
+  return { tokens, logits, weights };
+}
