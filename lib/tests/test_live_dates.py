@@ -1,0 +1,199 @@
+"""Tests of chapter 13's live explorer, Python side (attnbook.widgets.live.dates).
+
+The JavaScript forward pass is checked against PyTorch by `node --test
+tests/live/` (dates.test.mjs, runtime_dates.test.mjs) and in headless Chromium
+by tests/test_live_browser_dates.py. `make test-widgets-ipyw7` can run this
+file under ipywidgets 7.7.1 (.venv-colab): nothing here needs ipywidgets 8.
+"""
+
+import base64
+import json
+import re
+
+import ipywidgets
+import numpy as np
+import pytest
+import torch
+
+from attnbook import dates, seq2seq, widgets
+from attnbook.widgets import live
+from attnbook.widgets.live import _pack_dates
+from attnbook.widgets.live.dates import load_chapter_weights
+
+
+def test_shipped_weights_are_the_chapters_seed_0_models():
+    """dates.f16 / dates_no_attention.f16 are seed 0 of `make seq2seq-runs` (400 and
+    800 steps): on the 1,000 held-out dates they score what the record says."""
+    runs = seq2seq.load_runs()
+    record = runs["runs"][0]
+    test = dates.DateTask(seed=0).test_batch(1000)
+    for kind, steps in (("attention", 400), ("no_attention", 800)):
+        weights, arch = load_chapter_weights(kind)
+        assert arch["source"].endswith(str(_pack_dates.CHAPTER_SETUP[kind]))
+        assert len(weights) == 2 * sum(int(np.prod(s)) for _, s in arch["tensors"])
+        model = _pack_dates.unpack_gru_seq2seq(weights, arch)
+        exact = seq2seq.evaluate(model, test)[0]
+        key = "date_record" if kind == "attention" else "no_attention_record"
+        stored = record[kind]["exact"][runs[key].index(steps)]
+        # float16 rounding may flip a held-out date or two (measured: equal).
+        assert abs(exact - stored) <= 0.003, (kind, exact, stored)
+
+
+def test_pack_and_unpack_round_trip_to_float16():
+    model = seq2seq.date_model(attention=True, seed=3)
+    weights, arch = _pack_dates.pack_gru_seq2seq(model)
+    assert len(weights) == 2 * sum(p.numel() for p in model.parameters())
+    assert arch["source_symbols"] == dates.SOURCE_VOCAB.symbols and arch["max_len"] == 40
+    back = _pack_dates.unpack_gru_seq2seq(weights, arch)
+    for (name, a), (_, b) in zip(model.named_parameters(), back.named_parameters()):
+        assert torch.equal(a.detach().half().float(), b.detach()), name
+    with pytest.raises(ValueError, match=r"weights must hold 43148 float16 values"):
+        _pack_dates.unpack_gru_seq2seq(weights[:-2], arch)
+    plain = seq2seq.date_model(attention=False, seed=3)
+    _, plain_arch = _pack_dates.pack_gru_seq2seq(plain)
+    assert plain_arch["attention"] is False and plain_arch["attn_hiddens"] == 0
+
+
+def test_pack_refuses_other_models_and_vocabularies():
+    with pytest.raises(TypeError, match="model must be an attnbook.seq2seq.GRUSeq2Seq"):
+        _pack_dates.pack_gru_seq2seq(torch.nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="model must read the date vocabularies"):
+        _pack_dates.pack_gru_seq2seq(seq2seq.GRUSeq2Seq(20, 20))
+    model = seq2seq.date_model(seed=1)
+    with torch.no_grad():
+        model.output.bias[0] = float("nan")
+    with pytest.raises(ValueError, match="output.bias holds a NaN"):
+        _pack_dates.pack_gru_seq2seq(model)
+    with pytest.raises(ValueError, match="model must be a GRUSeq2Seq with attention"):
+        live.dates_live(seq2seq.date_model(attention=False))
+    with pytest.raises(ValueError, match="baseline must be a GRUSeq2Seq without attention"):
+        live.dates_live(baseline=seq2seq.date_model(attention=True))
+    with pytest.raises(TypeError, match="text must be a string"):
+        live.dates_live(text=1999)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        load_chapter_weights("transformer")
+
+
+def test_read_source_keeps_the_vocabulary_and_max_len():
+    assert _pack_dates.read_source("1999-03-03 (Wed.)") == {
+        "text": "19990303 Wed",
+        "unknown": ["-", "(", ".", ")"],
+        "dropped": 0,
+    }
+    assert _pack_dates.read_source("   ")["text"] == ""
+    assert _pack_dates.read_source("")["text"] == ""
+    long = _pack_dates.read_source("1" * 45)
+    assert long["text"] == "1" * 40 and long["dropped"] == 5
+    with pytest.raises(TypeError, match="text must be a string"):
+        _pack_dates.read_source(None)
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt", "reason"),
+    [
+        ("25 November 2026", "long", "ok"),
+        ("nov 25, 2026", "short", "ok"),
+        ("25/11/26", "numeric", "ok"),
+        ("Wednesday 25 Nov 2026", "weekday", "ok"),
+        ("Tuesday 25 Nov 2026", "weekday", "weekday"),
+        ("25 November 2077", "long", "range"),
+        ("30/02/26", "numeric", "no date"),
+        ("05 November 2026", "long", "spelling"),
+        ("1999/3/3", None, "format"),
+        ("march 3rd 99", None, "format"),
+        ("25 november 2026", None, "format"),
+    ],
+)
+def test_training_format(text, fmt, reason):
+    verdict = _pack_dates.training_format(text)
+    assert (verdict["format"], verdict["reason"]) == (fmt, reason)
+
+
+def test_every_training_format_of_every_test_date_is_recognised():
+    task = dates.DateTask(seed=0)
+    test = task.test_batch(400)
+    for date, text, fmt in zip(task.test_dates, test.texts, test.formats):
+        assert _pack_dates.training_format(text) == {
+            "format": fmt,
+            "date": date.isoformat(),
+            "reason": "ok",
+            "written": text,
+        }
+
+
+def test_run_is_the_models_greedy_decoding():
+    model = seq2seq.date_model(seed=4)
+    out = _pack_dates.run(model, "17/11/72")
+    assert out["answer"] == seq2seq.rewrite(model, ["17/11/72"])[0]
+    tokens, weights = model.greedy(*dates.encode_sources(["17/11/72"]), 10)
+    assert out["tokens"] == tokens[0].tolist()
+    assert torch.allclose(out["weights"], weights[0])
+    assert out["logits"].shape == (10, 12)
+    with pytest.raises(ValueError, match="text must be a non-empty string"):
+        _pack_dates.run(model, "")
+
+
+def test_widget_carries_both_models_and_the_text():
+    widget = live.dates_live(text="3 March 1999")
+    assert isinstance(widget, ipywidgets.DOMWidget)
+    weights, arch = load_chapter_weights("attention")
+    plain, _ = load_chapter_weights("no_attention")
+    assert widget.weights == weights and widget.plain_weights == plain
+    assert widget.arch["attention"] and not widget.plain_arch["attention"]
+    assert "source" not in widget.arch
+    state = widget.get_state()
+    assert {"weights", "arch", "plain_weights", "plain_arch", "text", "_esm"} <= set(state)
+    out, base = widget.forward()
+    assert out["answer"] == base["answer"] == "1999-03-03"
+    assert widget.verdict()["reason"] == "ok"
+    data, _ = widget._repr_mimebundle_()
+    assert data["text/plain"] == "DatesLive(text='3 March 1999', read='3 March 1999')"
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == widget.model_id
+    assert base64.b64decode(data["image/png"])[:4] == b"\x89PNG"
+    assert live.dates_live().text == "Sunday 23 Feb 1969"
+
+
+def test_a_model_the_reader_trains_can_be_handed_over():
+    model = seq2seq.date_model(seed=2)
+    widget = live.dates_live(model, text="17/11/72")
+    out, _ = widget.forward()
+    assert out["answer"] == seq2seq.rewrite(model, ["17/11/72"])[0]  # untrained, float16
+    zero_start = seq2seq.date_model(seed=2, bridge=False)
+    widget.set_model(zero_start, baseline=seq2seq.date_model(attention=False, seed=2))
+    assert widget.arch["bridge"] is False and widget.plain_arch["attention"] is False
+
+
+def test_summary_and_bad_input():
+    widget = live.dates_live(text="3 March 1999")
+    summary = widget.summary()
+    assert "training's long format" in summary and "writes 1999-03-03" in summary
+    assert "Largest weight of each output character: 1 on" in summary
+    odd = live.dates_live(text="1999/3/3").summary()
+    assert "outside the training formats" in odd
+    for text in ("", "   ", "???"):
+        blank = live.dates_live(text=text)
+        assert blank.forward() == (None, None)
+        assert "no picture" in blank.summary()
+        with pytest.raises(ValueError, match="nothing to draw"):
+            blank.png()
+        assert "image/png" not in blank._repr_mimebundle_()[0]
+
+
+def test_static_fragment_is_self_contained(monkeypatch):
+    widget = live.dates_live()
+    monkeypatch.setenv(widgets.STATIC_ENV, "1")
+    data, metadata = widget._repr_mimebundle_()
+    assert metadata == {"text/html": {widgets.STATIC_MARKER: True}}
+    fragment = data["text/html"]
+    assert fragment.startswith('<div class="attnbook-live-host"')
+    assert len(fragment.encode()) < 400 * 1024
+    assert not re.search(r'(src|href)="(?!data:)', fragment)  # nothing fetched
+    start = fragment.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
+    state = json.loads(fragment[start : fragment.index("</script>", start)])
+    assert base64.b64decode(state["weights"]) == widget.weights
+    assert base64.b64decode(state["plain_weights"]) == widget.plain_weights
+    assert state["text"] == "Sunday 23 Feb 1969"
+    source = live.module_source("dates", shim=True)
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
+    assert not re.search(r"https?://|\bimport\s*[({]|\bimport\s+\w", code)
+    assert "export function gruCell" in source and "export function localModel" in source
