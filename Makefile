@@ -174,7 +174,7 @@ test-live-js:
 # need no browser (links, alt text, sizes, notebook hygiene); the browser
 # suites are `make test-browser`.
 BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.py \
-  tests/test_live_browser.py
+  tests/test_live_browser.py tests/test_live_browser_dates.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests \

@@ -1,0 +1,271 @@
+"""Chapter 13's live explorer (a date of your own) in headless Chromium, offline:
+typed dates, read back from the page's data attributes, give PyTorch's answers,
+logits and attention weights on the same float16 weights.
+
+Runs on a page holding only the explorer's fragment (no site needed) and on the
+built chapter page (`make book`). Every request that is not to the local test
+server is aborted and recorded (tools.browser.Offline); so are console errors.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+import torch
+
+from attnbook.widgets import live
+from attnbook.widgets.live._pack_dates import run, unpack_gru_seq2seq
+from tools.browser import Offline
+from tools.site import page_weight, require_site, serve
+
+LIVE_PAGE = "book/cross-attention.html"
+HOST = ".attnbook-live-dates"
+
+
+def result(page) -> dict:
+    """The numbers and notes the explorer shows now."""
+    return page.evaluate(
+        """(selector) => {
+            const host = document.querySelector(selector);
+            const ds = host.querySelector('.attnbook-live-result').dataset;
+            const note = host.querySelector('.attnbook-live-note');
+            return {text: ds.text, answer: ds.answer, plainAnswer: ds.plainAnswer,
+                    tokens: JSON.parse(ds.tokens), plainTokens: JSON.parse(ds.plainTokens),
+                    logits: JSON.parse(ds.logits), plainLogits: JSON.parse(ds.plainLogits),
+                    weights: JSON.parse(ds.weights), reason: ds.reason,
+                    updates: Number(ds.updates),
+                    note: note.hidden ? '' : note.textContent,
+                    noteShown: !note.hidden && note.getBoundingClientRect().height > 0,
+                    verdict: host.querySelector('.attnbook-live-verdict').textContent,
+                    answers: [...host.querySelectorAll('.attnbook-live-answer')].map(e => e.textContent),
+                    status: host.querySelector('[role=status]').textContent};
+        }""",
+        HOST,
+    )
+
+
+def type_into(page, text: str) -> dict:
+    field = page.locator(f"{HOST} input[type=text]")
+    field.fill("")
+    field.press_sequentially(text)
+    return result(page)
+
+
+def check_against_pytorch(shown: dict, state: dict) -> float:
+    """Largest difference between the page's numbers and PyTorch's; asserts the tolerances."""
+    worst = 0.0
+    keys = {"tokens": "plainTokens", "answer": "plainAnswer", "logits": "plainLogits"}
+    for prefix, weights, arch in (
+        ("", state["weights"], state["arch"]),
+        ("plain", state["plain_weights"], state["plain_arch"]),
+    ):
+        out = run(unpack_gru_seq2seq(weights, arch), shown["text"])
+        assert shown[keys["tokens"] if prefix else "tokens"] == out["tokens"]
+        assert shown[keys["answer"] if prefix else "answer"] == out["answer"]
+        diff = (
+            torch.tensor(shown[keys["logits"] if prefix else "logits"]).reshape(out["logits"].shape)
+            - out["logits"]
+        )
+        assert diff.abs().max() < 1e-4, (
+            f"{prefix or 'attention'} logits differ by {float(diff.abs().max())}"
+        )
+        worst = max(worst, float(diff.abs().max()))
+        if out["weights"] is not None:
+            drawn = torch.tensor(shown["weights"]).reshape(out["weights"].shape)
+            wdiff = float((drawn - out["weights"]).abs().max())
+            assert wdiff < 1e-5, f"attention weights differ by {wdiff}"
+            worst = max(worst, wdiff)
+    return worst
+
+
+def drive(page, state: dict) -> float:
+    page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
+    start = result(page)
+    assert start["text"] == state["text"] and start["note"] == "" and len(start["status"]) > 80
+    worst = check_against_pytorch(start, state)
+
+    typed = "3 March 1999"
+    shown = type_into(page, typed)
+    assert shown["text"] == typed and shown["reason"] == "ok"
+    assert shown["updates"] > start["updates"] + len(typed) - 2  # one redraw a keystroke
+    assert shown["answer"] == shown["plainAnswer"] == "1999-03-03"
+    assert "right answer is 1999-03-03" in shown["verdict"]
+    assert all("(right)" in a for a in shown["answers"])
+    worst = max(worst, check_against_pytorch(shown, state))
+
+    # Outside the training formats: said in plain words, both models still run.
+    shown = type_into(page, "1999/3/3")
+    assert shown["reason"] == "format" and shown["verdict"].startswith("Outside the training")
+    worst = max(worst, check_against_pytorch(shown, state))
+    shown = type_into(page, "3 March 2077")
+    assert shown["reason"] == "range" and "1950-2049" in shown["verdict"]
+    worst = max(worst, check_against_pytorch(shown, state))
+
+    # Bad input: a visible note, never a silent wrong picture.
+    shown = type_into(page, "1999-03-03")
+    assert shown["text"] == "19990303" and shown["noteShown"] and "“-”" in shown["note"]
+    worst = max(worst, check_against_pytorch(shown, state))
+    shown = type_into(page, "   ")
+    assert shown["text"] == "" and shown["noteShown"] and "Type a date" in shown["note"]
+    assert shown["logits"] == [] and shown["status"] == "No input: nothing to show."
+    shown = type_into(page, "Wednesday 23 September 1998 or Thursday 24 September")
+    assert len(shown["text"]) == 40 and "at most 40" in shown["note"]
+    worst = max(worst, check_against_pytorch(shown, state))
+
+    # A suggestion button types its date.
+    page.locator(f"{HOST} button", has_text="march 3rd 99").click()
+    shown = result(page)
+    assert shown["text"] == "march 3rd 99" and shown["note"] == ""
+    worst = max(worst, check_against_pytorch(shown, state))
+    return worst
+
+
+def _state(html: str) -> dict:
+    start = html.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
+    state = json.loads(html[start : html.index("</script>", start)])
+    for key in ("weights", "plain_weights"):
+        state[key] = base64.b64decode(state[key])
+    return state
+
+
+@pytest.fixture(scope="module")
+def fragment_page(tmp_path_factory):
+    widget = live.dates_live()
+    folder = tmp_path_factory.mktemp("live-dates")
+    (folder / "index.html").write_text(
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width'><title>live dates</title></head>"
+        f"<body>{widget.to_html()}</body></html>",
+        encoding="utf-8",
+    )
+    return folder, widget
+
+
+def test_fragment_answers_as_pytorch_offline(browser, fragment_page):
+    folder, widget = fragment_page
+    offline = Offline(browser, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(folder) as base:
+            offline.page.goto(f"{base}/index.html")
+            html = (folder / "index.html").read_text(encoding="utf-8")
+            worst = drive(offline.page, _state(html))
+    finally:
+        offline.close()
+    print(f"largest difference from PyTorch: {worst:.2e}")
+    assert offline.blocked == []
+    assert offline.errors == []
+
+
+def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
+    folder, _ = fragment_page
+    offline = Offline(browser, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(folder) as base:
+            page = offline.page
+            page.goto(f"{base}/index.html")
+            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
+            unlabelled = page.evaluate(
+                """() => [...document.querySelectorAll('.attnbook-live input')]
+                       .filter(el => !el.labels.length).map(el => el.outerHTML)"""
+            )
+            assert unlabelled == []
+            assert page.locator(f"{HOST} [role=status]").count() == 1
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.type") == "text"
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.textContent") == "3 March 1999"
+            page.keyboard.press("Tab")
+            page.keyboard.press("Enter")  # the second suggestion, from the keyboard
+            assert result(page)["text"] == "1999/3/3"
+    finally:
+        offline.close()
+    assert offline.errors == []
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_fragment_fits_desktop_and_phone(browser, fragment_page, width):
+    folder, _ = fragment_page
+    offline = Offline(browser, viewport={"width": width, "height": 900})
+    try:
+        with serve(folder) as base:
+            page = offline.page
+            page.goto(f"{base}/index.html")
+            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
+            box = page.evaluate(
+                """(selector) => {
+                    const host = document.querySelector(selector);
+                    const rect = el => el.getBoundingClientRect();
+                    const answers = [...host.querySelectorAll('.attnbook-live-answer')].map(rect);
+                    return {page: document.documentElement.scrollWidth,
+                            right: Math.max(...[...host.querySelectorAll('input,button,label,[role=status],.attnbook-live-strip')]
+                                .map(el => rect(el).right)),
+                            canvas: rect(host.querySelector('canvas')).width,
+                            answers: answers.map(r => [r.left, r.top])};
+                }""",
+                HOST,
+            )
+            assert box["page"] <= width, f"the page scrolls sideways at {width} px"
+            assert box["right"] <= width
+            assert box["canvas"] > 200
+            (l0, t0), (l1, t1) = box["answers"]
+            if width == 1280:  # the two answers side by side
+                assert abs(t0 - t1) < 5 and l1 > l0 + 200
+            assert type_into(page, "17/11/72")["answer"] == "1972-11-17"
+    finally:
+        offline.close()
+    assert offline.errors == []
+
+
+def test_fragment_shows_stored_picture_without_javascript(browser, fragment_page):
+    folder, widget = fragment_page
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        with serve(folder) as base:
+            page.goto(f"{base}/index.html")
+            img = page.locator(".attnbook-live-fallback")
+            assert img.is_visible()
+            assert img.evaluate("el => el.naturalWidth") > 300
+            assert img.get_attribute("alt") == widget.summary()
+            assert page.locator(HOST).count() == 0
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_fragment_passes_axe_with_a_note_shown(browser, fragment_page, scheme):
+    from tests.test_reading import blocking_violations
+
+    folder, _ = fragment_page
+    offline = Offline(browser, color_scheme=scheme, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(folder) as base:
+            page = offline.page
+            page.goto(f"{base}/index.html")
+            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
+            assert type_into(page, "3 Mar 1999 (Wed.)")["noteShown"]
+            assert blocking_violations(page) == []
+    finally:
+        offline.close()
+    assert offline.errors == []
+
+
+def test_built_page_runs_the_chapter_models_offline(browser):
+    site = require_site()
+    path = site / LIVE_PAGE
+    assert page_weight(path) <= 1024 * 1024
+    html = path.read_text(encoding="utf-8")
+    assert html.count('class="attnbook-live-host"') == 1
+    state = _state(html)
+    offline = Offline(browser, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(site) as base:
+            offline.page.goto(f"{base}/{LIVE_PAGE}", wait_until="load")
+            offline.page.locator(HOST).scroll_into_view_if_needed()
+            drive(offline.page, state)
+    finally:
+        offline.close()
+    assert offline.blocked == []
+    assert offline.errors == []
