@@ -55,3 +55,54 @@ def test_live_explorer_answers_typed_input_in_jupyterlab(lab):
         assert notebook.widget_errors() == []
     assert offline.blocked == [], f"requests to other hosts: {offline.blocked}"
     assert offline.errors == [], f"console errors: {offline.errors}"
+
+
+# ---- chapter 13's explorer (dates) ----
+
+
+@pytest.fixture(scope="module")
+def dates_lab():
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("from attnbook.widgets.live import dates_live"),
+            nbformat.v4.new_code_cell('dates_live(text="17/11/72")'),
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
+    with (
+        chromium() as browser,
+        lab_server(
+            [], extra={"dates.ipynb": notebook}, disabled_extensions=("jupyterlab-myst",)
+        ) as (base, _),
+    ):
+        yield base, browser
+
+
+def test_dates_explorer_answers_typed_input_in_jupyterlab(dates_lab):
+    from attnbook.widgets.live.dates import load_chapter_weights as load_dates
+    from tests.test_live_browser_dates import check_against_pytorch as check_dates
+    from tests.test_live_browser_dates import type_into as type_date
+
+    base, browser = dates_lab
+    state = {}
+    for prefix, kind in (("", "attention"), ("plain_", "no_attention")):
+        state[f"{prefix}weights"], state[f"{prefix}arch"] = load_dates(kind)
+    with Offline(browser, viewport={"width": 1400, "height": 1000}) as offline:
+        notebook = LabNotebook(offline, base, "dates.ipynb")
+        notebook.run_all()
+        page = offline.page
+        page.wait_for_selector(
+            ".attnbook-live-dates .attnbook-live-result[data-updates]", state="attached"
+        )
+        assert notebook.widget_errors() == [] and notebook.cell_errors() == []
+        shown = type_date(page, "3 March 1999")
+        assert shown["answer"] == shown["plainAnswer"] == "1999-03-03"
+        check_dates(shown, state)
+        shown = type_date(page, "1999/3/3")
+        assert shown["reason"] == "format"
+        check_dates(shown, state)
+        shown = type_date(page, "???")
+        assert shown["text"] == "" and shown["noteShown"]
+        assert notebook.widget_errors() == []
+    assert offline.blocked == [], f"requests to other hosts: {offline.blocked}"
+    assert offline.errors == [], f"console errors: {offline.errors}"
