@@ -227,7 +227,7 @@ test-cpus: $(STAMP) $(KERNEL_PROFILE)
 	if [ -n "$$failed" ]; then printf "== strict nbval failed with:$$failed\n"; exit 1; fi
 
 test-widgets-ipyw7: colab-env
-	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py lib/tests/test_live.py
+	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py lib/tests/test_live.py lib/tests/test_live_dates.py
 
 # Colab opens the reader's edition, so that is what runs here.
 colab: colab-env
