@@ -38,6 +38,7 @@ def result(page) -> dict:
                     updates: Number(ds.updates),
                     note: note.hidden ? '' : note.textContent,
                     noteShown: !note.hidden && note.getBoundingClientRect().height > 0,
+                    mapShown: host.querySelector('.attnbook-live-map').getBoundingClientRect().height > 0,
                     verdict: host.querySelector('.attnbook-live-verdict').textContent,
                     answers: [...host.querySelectorAll('.attnbook-live-answer')].map(e => e.textContent),
                     status: host.querySelector('[role=status]').textContent};
@@ -88,7 +89,7 @@ def drive(page, state: dict) -> float:
 
     typed = "3 March 1999"
     shown = type_into(page, typed)
-    assert shown["text"] == typed and shown["reason"] == "ok"
+    assert shown["text"] == typed and shown["reason"] == "ok" and shown["mapShown"]
     assert shown["updates"] > start["updates"] + len(typed) - 2  # one redraw a keystroke
     assert shown["answer"] == shown["plainAnswer"] == "1999-03-03"
     assert "right answer is 1999-03-03" in shown["verdict"]
@@ -110,6 +111,7 @@ def drive(page, state: dict) -> float:
     shown = type_into(page, "   ")
     assert shown["text"] == "" and shown["noteShown"] and "Type a date" in shown["note"]
     assert shown["logits"] == [] and shown["status"] == "No input: nothing to show."
+    assert not shown["mapShown"]  # no stale picture of the last date
     shown = type_into(page, "Wednesday 23 September 1998 or Thursday 24 September")
     assert len(shown["text"]) == 40 and "at most 40" in shown["note"]
     worst = max(worst, check_against_pytorch(shown, state))

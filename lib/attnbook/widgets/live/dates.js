@@ -254,7 +254,7 @@ export function render({ model, el }) {
   const answers = element("div", { style: "display:flex;flex-wrap:wrap;gap:0.6em" }, withBox, withoutBox);
   const canvas = element("canvas", { role: "img", "aria-label": "cross-attention heatmap" });
   const caption = element("figcaption", { style: "font-size:0.9em" }, "Cross-attention of the model with attention: one row per output character, one column per input character");
-  const figure = element("figure", { style: "margin:0;display:flex;flex-direction:column;gap:0.3em" }, caption,
+  const figure = element("figure", { className: "attnbook-live-map", style: "margin:0;display:flex;flex-direction:column;gap:0.3em" }, caption,
     element("div", { className: "attnbook-live-strip", tabindex: 0, role: "group", "aria-label": "heatmap (scrolls sideways on a narrow screen)", style: "overflow-x:auto;max-width:100%" }, canvas));
   const legend = element("p", { style: "margin:0;font-size:0.85em;line-height:1.35" },
     "Darker blue is more weight; each row's weights add up to 1. Spaces in the input are shown as “·”. The model without attention has no map: it sees the input only through one summary vector.");
@@ -327,7 +327,8 @@ export function render({ model, el }) {
     verdict.textContent = out ? verdictText(read.text, check) : "";
     describeAnswer(withBox, "With attention", answer, expected);
     describeAnswer(withoutBox, "Without attention", baseAnswer, expected);
-    figure.hidden = !out || !out.weights;
+    // No map without a result (an inline display would override `hidden`).
+    figure.style.display = out && out.weights ? "flex" : "none";
     let text = "No input: nothing to show.";
     if (out) {
       const outChars = stepCharacters(out.tokens, a.target_symbols);

@@ -117,10 +117,13 @@ class DatesLive(anywidget.AnyWidget):
         self, model: GRUSeq2Seq | None = None, baseline: GRUSeq2Seq | None = None
     ) -> None:
         """Show ``model`` (with attention) and/or ``baseline`` (without), e.g. ones the reader trained."""
+        # The arch first: the page reloads a model when its weights change.
         if model is not None:
-            self.arch, self.weights = pack_gru_seq2seq(_checked(model, True))[::-1]
+            weights, self.arch = pack_gru_seq2seq(_checked(model, True))
+            self.weights = weights
         if baseline is not None:
-            self.plain_arch, self.plain_weights = pack_gru_seq2seq(_checked(baseline, False))[::-1]
+            weights, self.plain_arch = pack_gru_seq2seq(_checked(baseline, False))
+            self.plain_weights = weights
 
     # -- what the page computes, in PyTorch -----------------------------------
     def read(self) -> dict:
