@@ -175,7 +175,13 @@ class DatesLive(anywidget.AnyWidget):
 
     # -- display ---------------------------------------------------------------
     def to_html(self) -> str:
-        """The website's fragment: module, shim and weights inline, the PNG without JavaScript."""
+        """The website's fragment: module, shim and weights inline, the PNG without JavaScript.
+
+        The module is ``async``: it runs as soon as it is parsed, not after the
+        page's deferred scripts. On the chapter page MathJax (a deferred script
+        ahead of it) otherwise held the first result back by 0.3-1 s (measured
+        under load; 70-80 ms without MathJax); with ``async`` it is drawn before
+        the page becomes interactive."""
         state = {
             "weights": base64.b64encode(self.weights).decode("ascii"),
             "arch": self.arch,
@@ -205,7 +211,7 @@ class DatesLive(anywidget.AnyWidget):
             'style="max-width:100%;height:auto">\n'
             '<div class="attnbook-live-app"></div>\n'
             f'<script type="application/json" class="attnbook-live-state">{state_json}</script>\n'
-            f'<script type="module">{script}</script>\n</div>'
+            f'<script type="module" async>{script}</script>\n</div>'
         )
 
     def __repr__(self) -> str:
