@@ -22,12 +22,16 @@ from __future__ import annotations
 from ._pack import find_heads, pack_attention_only, unpack_attention_only
 from ._source import module_source, read_source
 from .induction import InductionLive, induction_live, load_chapter_weights
+from .lm import LMLive, lm_live, load_lm_weights
 
 __all__ = [
     "InductionLive",
+    "LMLive",
     "find_heads",
     "induction_live",
+    "lm_live",
     "load_chapter_weights",
+    "load_lm_weights",
     "module_source",
     "pack_attention_only",
     "read_source",
