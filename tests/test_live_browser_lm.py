@@ -28,7 +28,12 @@ TYPED = "Attention is "
 
 
 def result(page) -> dict:
-    """The numbers, notes and settings the explorer shows now."""
+    """The numbers, notes and settings the explorer shows, once its continuation
+    (written in a task after each redraw of the next-character view) is there."""
+    page.wait_for_function(
+        """() => { const ds = document.querySelector('.attnbook-live-lm .attnbook-live-result').dataset;
+                   return ds.updates && ds.continued === ds.updates; }"""
+    )
     return page.evaluate(
         """() => {
             const host = document.querySelector('.attnbook-live-lm');

@@ -126,3 +126,25 @@ test("forward refuses characters outside the vocabulary and positions past max_l
   assert.throws(() => forward(net, [-1]), RangeError);
   assert.throws(() => forward(net, new Array(arch.max_len + 1).fill(0)), RangeError);
 });
+
+test("the last position alone (lastOnly) gives the whole forward's last logits and attention rows", () => {
+  for (const name of ["longest", "attention", "one character"]) {
+    const c = fixture.cases.find((x) => x.name === name);
+    const n = c.ids.length;
+    const whole = forward(net, c.ids);
+    // from scratch, and after a cache that holds all but the last three positions
+    for (const kept of [0, Math.max(0, n - 3)]) {
+      const cache = newCache(net);
+      if (kept) step(net, c.ids.slice(0, kept), cache);
+      const part = step(net, c.ids.slice(kept), cache, true);
+      assert.equal(part.logits.length, V);
+      assert.ok(maxDifference(part.logits, whole.logits.slice((n - 1) * V)) < 1e-9);
+      for (let l = 0; l < arch.num_layers; l++) {
+        for (let h = 0; h < arch.num_heads; h++) {
+          const w = part.attention[l][h];
+          assert.ok(maxDifference(w.slice(w.length - n), whole.attention[l][h].slice((n - 1) * n)) < 1e-12);
+        }
+      }
+    }
+  }
+});
