@@ -449,8 +449,8 @@ export function render({ model, el }) {
       if (!on) continue;
       cells[0].textContent = showChar(arch.chars[i]);
       bar.style.width = `${(100 * probs[i]).toFixed(1)}%`;
-      cells[2].textContent = probs[i].toFixed(3);
-      cells[3].textContent = model1[i].toFixed(3);
+      cells[2].textContent = probs[i].toFixed(2);
+      cells[3].textContent = model1[i].toFixed(2);
     }
     table.hidden = !n;
     const keptCount = probs.reduce((a, p) => a + (p > 0 ? 1 : 0), 0);
