@@ -13,7 +13,12 @@ them, the logits and every attention matrix, plus fixtures of the runtime's
 own operations (float16 decoding, layer norm, masked softmax). The node tests
 (``tests/live/*.test.mjs``, ``make test-live-js``) check the JavaScript against them.
 
-``make live-weights`` runs both.
+``python tools/live_export.py lm-weights lm-fixtures`` does the same for chapter
+10's explorer (``lm.f16``/``lm.json``, packed from the shipped checkpoint
+``lm.load_checkpoint()``, which already stores float16; and
+``tests/live/fixtures/lm.json``, ``runtime_lm.json``).
+
+``make live-weights`` runs all four.
 """
 
 from __future__ import annotations
