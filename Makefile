@@ -174,7 +174,7 @@ test-live-js:
 # need no browser (links, alt text, sizes, notebook hygiene); the browser
 # suites are `make test-browser`.
 BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.py \
-  tests/test_live_browser.py tests/test_live_browser_dates.py
+  tests/test_live_browser.py tests/test_live_browser_dates.py tests/test_live_browser_lm.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests \
@@ -227,7 +227,8 @@ test-cpus: $(STAMP) $(KERNEL_PROFILE)
 	if [ -n "$$failed" ]; then printf "== strict nbval failed with:$$failed\n"; exit 1; fi
 
 test-widgets-ipyw7: colab-env
-	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py lib/tests/test_live.py lib/tests/test_live_dates.py
+	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py lib/tests/test_live.py \
+	  lib/tests/test_live_dates.py lib/tests/test_live_lm.py
 
 # Colab opens the reader's edition, so that is what runs here.
 colab: colab-env
@@ -277,8 +278,10 @@ vit-sweep: $(STAMP)
 # JavaScript tests, computed by PyTorch on those weights.
 # Chapter 13's explorer (dates): its two GRU models' weights (seed 0, as the
 # chapter and `make seq2seq-runs` train them, about 35 s on one thread) and fixtures.
+# Chapter 10's explorer (lm): packed from the shipped checkpoint, and fixtures.
 live-weights: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py weights fixtures dates-weights dates-fixtures
+	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py lm-weights lm-fixtures
 
 bench: $(STAMP) book
 	$(BIN)/python -m tools.bench

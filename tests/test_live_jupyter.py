@@ -4,7 +4,9 @@ A throwaway JupyterLab (tools/jupyter_lab.py) runs a two-cell notebook that
 shows the explorer over the shipped chapter model; headless Chromium types a
 sequence into it and reads the numbers the page computed, which must equal
 PyTorch's on the same weights (tests/test_live_browser.py's check). No widget
-error, no console error, no request to another host.
+error, no console error, no request to another host. Chapters 10's and 13's
+explorers (lm_live, dates_live) run in the same JupyterLab, checked with the
+helpers of tests/test_live_browser_lm.py and tests/test_live_browser_dates.py.
 """
 
 from __future__ import annotations
@@ -16,6 +18,28 @@ from attnbook.widgets.live import load_chapter_weights
 from tests.test_live_browser import TYPED, check_against_pytorch, type_into
 from tools.browser import Offline, chromium
 from tools.jupyter_lab import LabNotebook, lab_server
+
+
+def _dates_notebook():
+    """Chapter 13's live explorer over the shipped date models (test below)."""
+    return nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("from attnbook.widgets.live import dates_live"),
+            nbformat.v4.new_code_cell('dates_live(text="17/11/72")'),
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
+
+
+def _lm_notebook():
+    """Chapter 10's live explorer over the shipped checkpoint (test below)."""
+    return nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("from attnbook.widgets.live import lm_live"),
+            nbformat.v4.new_code_cell('lm_live(text="The ")'),
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +54,13 @@ def lab():
     with (
         chromium() as browser,
         lab_server(
-            [], extra={"live.ipynb": notebook}, disabled_extensions=("jupyterlab-myst",)
+            [],
+            extra={
+                "live.ipynb": notebook,
+                "live_lm.ipynb": _lm_notebook(),
+                "dates.ipynb": _dates_notebook(),
+            },
+            disabled_extensions=("jupyterlab-myst",),
         ) as (base, _),
     ):
         yield base, browser
@@ -60,30 +90,12 @@ def test_live_explorer_answers_typed_input_in_jupyterlab(lab):
 # ---- chapter 13's explorer (dates) ----
 
 
-@pytest.fixture(scope="module")
-def dates_lab():
-    notebook = nbformat.v4.new_notebook(
-        cells=[
-            nbformat.v4.new_code_cell("from attnbook.widgets.live import dates_live"),
-            nbformat.v4.new_code_cell('dates_live(text="17/11/72")'),
-        ],
-        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
-    )
-    with (
-        chromium() as browser,
-        lab_server(
-            [], extra={"dates.ipynb": notebook}, disabled_extensions=("jupyterlab-myst",)
-        ) as (base, _),
-    ):
-        yield base, browser
-
-
-def test_dates_explorer_answers_typed_input_in_jupyterlab(dates_lab):
+def test_dates_explorer_answers_typed_input_in_jupyterlab(lab):
     from attnbook.widgets.live.dates import load_chapter_weights as load_dates
     from tests.test_live_browser_dates import check_against_pytorch as check_dates
     from tests.test_live_browser_dates import type_into as type_date
 
-    base, browser = dates_lab
+    base, browser = lab
     state = {}
     for prefix, kind in (("", "attention"), ("plain_", "no_attention")):
         state[f"{prefix}weights"], state[f"{prefix}arch"] = load_dates(kind)
@@ -103,6 +115,40 @@ def test_dates_explorer_answers_typed_input_in_jupyterlab(dates_lab):
         check_dates(shown, state)
         shown = type_date(page, "???")
         assert shown["text"] == "" and shown["noteShown"]
+        assert notebook.widget_errors() == []
+    assert offline.blocked == [], f"requests to other hosts: {offline.blocked}"
+    assert offline.errors == [], f"console errors: {offline.errors}"
+
+
+# ---- chapter 10's explorer (lm) ----
+
+
+def test_lm_live_explorer_answers_a_typed_prompt_in_jupyterlab(lab):
+    """Chapter 10's explorer: a typed prompt and a control, PyTorch's numbers."""
+    from attnbook.widgets.live import load_lm_weights
+    from tests.test_live_browser_lm import check_against_pytorch as check_lm
+    from tests.test_live_browser_lm import set_control
+    from tests.test_live_browser_lm import type_into as type_prompt
+
+    base, browser = lab
+    weights, arch = load_lm_weights()
+    arch.pop("source")
+    with Offline(browser, viewport={"width": 1400, "height": 1000}) as offline:
+        notebook = LabNotebook(offline, base, "live_lm.ipynb")
+        notebook.run_all()
+        page = offline.page
+        page.wait_for_selector(
+            ".attnbook-live-lm .attnbook-live-result[data-updates]", state="attached"
+        )
+        assert notebook.widget_errors() == [] and notebook.cell_errors() == []
+        shown = type_prompt(page, "Attention is ")
+        assert shown["ids"] == [arch["chars"].index(c) for c in "Attention is "]
+        check_lm(shown, weights, arch)
+        shown = set_control(page, "topk", 3)
+        assert sum(p > 0 for p in shown["probs"]) == 3
+        check_lm(shown, weights, arch)
+        shown = type_prompt(page, "naïve")
+        assert shown["noteShown"] and "“ï”" in shown["note"]
         assert notebook.widget_errors() == []
     assert offline.blocked == [], f"requests to other hosts: {offline.blocked}"
     assert offline.errors == [], f"console errors: {offline.errors}"

@@ -24,14 +24,18 @@ from ._pack_dates import pack_gru_seq2seq, unpack_gru_seq2seq
 from ._source import module_source, read_source
 from .dates import DatesLive, dates_live
 from .induction import InductionLive, induction_live, load_chapter_weights
+from .lm import LMLive, lm_live, load_lm_weights
 
 __all__ = [
     "DatesLive",
     "InductionLive",
     "dates_live",
+    "LMLive",
     "find_heads",
     "induction_live",
+    "lm_live",
     "load_chapter_weights",
+    "load_lm_weights",
     "module_source",
     "pack_attention_only",
     "pack_gru_seq2seq",

@@ -291,3 +291,49 @@ export function greedyDecode(step, state, length, start = 0) {
   }
   return { tokens, logits, weights };
 }
+
+// ---- for chapter 10's explorer (lm) ----
+
+// The error function to about 1e-13: its Taylor series near 0, the continued
+// fraction of erfc in the tails (JavaScript has no Math.erf).
+export function erf(x) {
+  const z = Math.abs(x);
+  if (z < 3) {
+    // erf(z) = 2/sqrt(pi) * sum_n (-1)^n z^(2n+1) / (n! (2n+1))
+    let term = z;
+    let sum = z;
+    for (let n = 1; n < 100; n++) {
+      term *= (-z * z) / n;
+      const next = term / (2 * n + 1);
+      sum += next;
+      if (Math.abs(next) < 1e-17 * Math.abs(sum)) break;
+    }
+    return Math.sign(x) * (2 / Math.sqrt(Math.PI)) * sum;
+  }
+  // erfc(z) = exp(-z^2)/sqrt(pi) / (z + (1/2)/(z + 1/(z + (3/2)/(z + ...)))), evaluated from the tail.
+  let fraction = z;
+  for (let k = 60; k >= 1; k--) fraction = z + k / 2 / fraction;
+  const erfc = Math.exp(-z * z) / Math.sqrt(Math.PI) / fraction;
+  return Math.sign(x) * (1 - erfc);
+}
+
+// GELU as PyTorch's nn.GELU() computes it by default (approximate="none"):
+// x * Phi(x) = x/2 * (1 + erf(x / sqrt 2)), elementwise, into a new array.
+export function gelu(x) {
+  const out = new Float64Array(x.length);
+  for (let i = 0; i < x.length; i++) out[i] = 0.5 * x[i] * (1 + erf(x[i] / Math.SQRT2));
+  return out;
+}
+
+// A small seeded generator (mulberry32): numbers in [0, 1), the same stream
+// for the same seed on every browser. Not PyTorch's generator.
+export function seededRandom(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

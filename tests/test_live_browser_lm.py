@@ -1,0 +1,323 @@
+"""Chapter 10's live explorer in headless Chromium, offline: a typed prompt, read back
+from the page's data attributes, equals PyTorch on the same weights: the logits
+and attention of the last position, the filtered next-character distribution
+(attnbook.sampling.next_token_probs), the greedy continuation (lm.generate) and
+the sampled one (PyTorch's distributions at the page's seeded numbers).
+
+Runs on a page holding only the explorer's fragment (no site needed) and on the
+built chapter page (`make book`). Every request that is not to the local test
+server is aborted and recorded (tools.browser.Offline); so are console errors.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+import torch
+
+from attnbook import sampling
+from attnbook.widgets import live
+from attnbook.widgets.live.lm import CONTINUE, continuation, knobs, run
+from tools.browser import Offline
+from tools.site import page_weight, require_site, serve
+
+LIVE_PAGE = "book/causal-language-model.html"
+TYPED = "Attention is "
+
+
+def result(page) -> dict:
+    """The numbers, notes and settings the explorer shows, once its continuation
+    (written in a task after each redraw of the next-character view) is there."""
+    page.wait_for_function(
+        """() => { const ds = document.querySelector('.attnbook-live-lm .attnbook-live-result').dataset;
+                   return ds.updates && ds.continued === ds.updates; }"""
+    )
+    return page.evaluate(
+        """() => {
+            const host = document.querySelector('.attnbook-live-lm');
+            const ds = host.querySelector('.attnbook-live-result').dataset;
+            const note = host.querySelector('.attnbook-live-note');
+            const out = {};
+            for (const k of ['ids', 'logits', 'probs', 'attention', 'continuation', 'uniforms', 'settings'])
+                out[k] = JSON.parse(ds[k]);
+            return {...out, updates: Number(ds.updates),
+                    note: note.hidden ? '' : note.textContent,
+                    noteShown: !note.hidden && note.getBoundingClientRect().height > 0,
+                    status: host.querySelector('[role=status]').textContent,
+                    shown: host.querySelector('.attnbook-live-continuation').textContent};
+        }"""
+    )
+
+
+def type_into(page, text: str) -> dict:
+    field = page.locator(".attnbook-live-lm textarea")
+    field.fill("")
+    field.press_sequentially(text)
+    return result(page)
+
+
+def set_control(page, name: str, value) -> dict:
+    """Set the control whose id ends in ``name`` as a reader would, with its event."""
+    page.evaluate(
+        """([name, value]) => {
+            const el = document.querySelector(`.attnbook-live-lm [id$="-${name}"]`);
+            el.value = String(value);
+            el.dispatchEvent(new Event(el.tagName === 'SELECT' ? 'change' : 'input'));
+        }""",
+        [name, value],
+    )
+    return result(page)
+
+
+def check_against_pytorch(shown: dict, weights: bytes, arch: dict) -> float:
+    """Largest difference between the page's numbers and PyTorch's; asserts the tolerances
+    and that the continuation is the one PyTorch computes."""
+    ids = shown["ids"]
+    logits, attention = run(weights, arch, ids)
+    worst = float((torch.tensor(shown["logits"]) - logits[-1]).abs().max())
+    assert worst < 1e-4, f"logits differ by {worst}"
+    for block in range(arch["num_layers"]):
+        for head in range(arch["num_heads"]):
+            drawn = torch.tensor(shown["attention"][block][head])
+            diff = float((drawn - attention[block][head][-1]).abs().max())
+            assert diff < 1e-5, f"block {block} head {head} differs by {diff}"
+    s = shown["settings"]
+    top_k, top_p = knobs(arch["vocab_size"], s["topK"], s["topP"])
+    probs = sampling.next_token_probs(logits[-1], s["temperature"], top_k, top_p)
+    page_probs = torch.tensor(shown["probs"], dtype=torch.float64)
+    assert torch.equal(page_probs > 0, probs > 0), "the kept characters differ"
+    assert float((page_probs - probs).abs().max()) < 1e-4
+    steps = min(CONTINUE, arch["max_len"] - len(ids))
+    expected = continuation(
+        weights,
+        arch,
+        ids,
+        steps,
+        greedy=s["greedy"],
+        temperature=s["temperature"],
+        top_k=s["topK"],
+        top_p=s["topP"],
+        seed=s["seed"],
+    )
+    if not s["greedy"]:
+        assert shown["uniforms"] == pytest.approx(expected["uniforms"], abs=1e-15)
+        assert expected["margin"] > 1e-6  # a draw this far from a boundary is exact
+    assert shown["continuation"] == expected["ids"]
+    assert shown["shown"] == "".join(arch["chars"][i] for i in expected["ids"])
+    return worst
+
+
+def drive(page, weights: bytes, arch: dict) -> None:
+    page.wait_for_selector(
+        ".attnbook-live-lm .attnbook-live-result[data-updates]", state="attached"
+    )
+    start = result(page)
+    assert start["ids"] and start["note"] == "" and len(start["status"]) > 60
+    check_against_pytorch(start, weights, arch)
+
+    shown = type_into(page, TYPED)
+    assert shown["ids"] == [arch["chars"].index(c) for c in TYPED]
+    assert shown["updates"] >= start["updates"] + len(TYPED)  # one redraw a keystroke
+    check_against_pytorch(shown, weights, arch)
+
+    # The controls: temperature, top-k, top-p, block and head, a sampled continuation.
+    shown = set_control(page, "temperature", 0.5)
+    assert shown["settings"]["temperature"] == 0.5
+    check_against_pytorch(shown, weights, arch)
+    shown = set_control(page, "topk", 5)
+    assert sum(p > 0 for p in shown["probs"]) == 5 and "keeps 5 characters" in shown["status"]
+    shown = set_control(page, "topp", 0.6)
+    check_against_pytorch(shown, weights, arch)
+    set_control(page, "block", 1)
+    shown = set_control(page, "head", 3)
+    assert "Block 1, head 3" in shown["status"]
+    set_control(page, "mode", "sample")
+    shown = set_control(page, "seed", 7)
+    assert shown["settings"]["greedy"] is False and "seed 7" in shown["status"]
+    check_against_pytorch(shown, weights, arch)
+    shown = set_control(page, "temperature", 1.3)
+    check_against_pytorch(shown, weights, arch)
+    set_control(page, "mode", "greedy")
+    set_control(page, "topk", arch["vocab_size"])
+    set_control(page, "topp", 1)
+    shown = set_control(page, "temperature", 1)
+    assert shown["settings"]["topK"] is None and shown["settings"]["topP"] is None
+
+    # Bad input: a visible note in plain words, never a silent wrong picture.
+    shown = type_into(page, "café — ok")
+    assert shown["noteShown"] and "“é”" in shown["note"] and "“—”" in shown["note"]
+    assert shown["ids"] == [arch["chars"].index(c) for c in "caf  ok"]
+    check_against_pytorch(shown, weights, arch)
+    shown = type_into(page, "éé")
+    assert shown["ids"] == [] and shown["noteShown"] and "at least one character" in shown["note"]
+    assert shown["logits"] == [] and shown["status"] == "No prompt: nothing to show."
+    page.locator(".attnbook-live-lm textarea").fill("")  # empty, by deletion
+    shown = result(page)
+    assert shown["ids"] == [] and "at least one character" in shown["note"]
+    long_text = "the keys and values " * 8  # 160 characters
+    page.locator(".attnbook-live-lm textarea").fill(long_text)
+    page.locator(".attnbook-live-lm textarea").press("End")
+    page.keyboard.type("a")
+    shown = result(page)
+    assert len(shown["ids"]) == arch["max_len"] and "the last 128" in shown["note"]
+    assert shown["continuation"] == [] and "no continuation" in shown["note"]
+    check_against_pytorch(shown, weights, arch)
+    shown = type_into(page, "The query ")
+    assert shown["note"] == ""
+    check_against_pytorch(shown, weights, arch)
+
+
+@pytest.fixture(scope="module")
+def fragment_page(tmp_path_factory):
+    widget = live.lm_live()
+    folder = tmp_path_factory.mktemp("live_lm")
+    (folder / "index.html").write_text(
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width'><title>live</title></head>"
+        f"<body>{widget.to_html()}</body></html>",
+        encoding="utf-8",
+    )
+    return folder, widget
+
+
+def test_fragment_runs_pytorch_forward_offline(browser, fragment_page):
+    folder, widget = fragment_page
+    offline = Offline(browser, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(folder) as base:
+            offline.page.goto(f"{base}/index.html")
+            drive(offline.page, widget.weights, widget.arch)
+    finally:
+        offline.close()
+    assert offline.blocked == []
+    assert offline.errors == []
+
+
+def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
+    folder, _ = fragment_page
+    offline = Offline(browser, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(folder) as base:
+            page = offline.page
+            page.goto(f"{base}/index.html")
+            page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
+            unlabelled = page.evaluate(
+                """() => [...document.querySelectorAll(
+                        '.attnbook-live-lm input, .attnbook-live-lm select, .attnbook-live-lm textarea')]
+                       .filter(el => !el.labels.length).map(el => el.outerHTML)"""
+            )
+            assert unlabelled == []
+            assert page.locator(".attnbook-live-lm [role=status]").count() == 1
+            reached = []
+            page.keyboard.press("Tab")
+            for _ in range(8):
+                reached.append(
+                    page.evaluate(
+                        "document.activeElement.tagName + ':' + (document.activeElement.type || '')"
+                    )
+                )
+                page.keyboard.press("Tab")
+            assert reached == [
+                "TEXTAREA:textarea",
+                "INPUT:range",
+                "INPUT:number",
+                "INPUT:range",
+                "SELECT:select-one",
+                "SELECT:select-one",
+                "SELECT:select-one",
+                "INPUT:number",
+            ]
+            # The temperature from the keyboard: one step of 0.01 a key press.
+            page.locator(".attnbook-live-lm input[type=range]").first.focus()
+            page.keyboard.press("ArrowRight")
+            assert result(page)["settings"]["temperature"] == pytest.approx(1.01)
+    finally:
+        offline.close()
+    assert offline.errors == []
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_fragment_fits_desktop_and_phone(browser, fragment_page, width):
+    folder, _ = fragment_page
+    offline = Offline(browser, viewport={"width": width, "height": 900})
+    try:
+        with serve(folder) as base:
+            page = offline.page
+            page.goto(f"{base}/index.html")
+            page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
+            box = page.evaluate(
+                """() => {
+                    const host = document.querySelector('.attnbook-live-lm');
+                    const rect = el => el.getBoundingClientRect();
+                    return {page: document.documentElement.scrollWidth,
+                            right: Math.max(...[...host.querySelectorAll(
+                                'input,select,textarea,label,table,[role=status]')]
+                                .map(el => rect(el).right)),
+                            table: rect(host.querySelector('table')).width};
+                }"""
+            )
+            assert box["page"] <= width, f"the page scrolls sideways at {width} px"
+            assert box["right"] <= width
+            assert box["table"] > 250
+            assert type_into(page, "The key")["ids"]  # the field is usable
+    finally:
+        offline.close()
+    assert offline.errors == []
+
+
+def test_fragment_shows_stored_picture_without_javascript(browser, fragment_page):
+    folder, widget = fragment_page
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        with serve(folder) as base:
+            page.goto(f"{base}/index.html")
+            img = page.locator(".attnbook-live-fallback")
+            assert img.is_visible()
+            assert img.evaluate("el => el.naturalWidth") > 400
+            assert img.get_attribute("alt") == widget.summary()
+            assert page.locator(".attnbook-live-lm").count() == 0
+    finally:
+        context.close()
+
+
+def test_built_page_runs_the_chapter_model_offline(browser):
+    site = require_site()
+    path = site / LIVE_PAGE
+    assert page_weight(path) <= 1024 * 1024
+    html = path.read_text(encoding="utf-8")
+    assert html.count('class="attnbook-live-host"') == 1
+    start = html.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
+    state = json.loads(html[start : html.index("</script>", start)])
+    weights = base64.b64decode(state["weights"])
+    assert weights == live.load_lm_weights()[0]  # the chapter's model is the checkpoint
+    offline = Offline(browser, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(site) as base:
+            offline.page.goto(f"{base}/{LIVE_PAGE}", wait_until="load")
+            offline.page.locator(".attnbook-live-lm").scroll_into_view_if_needed()
+            drive(offline.page, weights, state["arch"])
+    finally:
+        offline.close()
+    assert offline.blocked == []
+    assert offline.errors == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_fragment_passes_axe_with_a_note_shown(browser, fragment_page, scheme):
+    from tests.test_reading import blocking_violations
+
+    folder, _ = fragment_page
+    offline = Offline(browser, color_scheme=scheme, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(folder) as base:
+            page = offline.page
+            page.goto(f"{base}/index.html")
+            page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
+            assert type_into(page, "naïve")["noteShown"]
+            assert blocking_violations(page) == []
+    finally:
+        offline.close()
+    assert offline.errors == []
