@@ -487,6 +487,8 @@ def train_checkpoint_recipe(
     samples (:data:`SAMPLE_LENGTH` characters after :data:`SAMPLE_PROMPT`) it
     wrote at each of :data:`SAMPLE_STEPS` that the run reached.
     """
+    if steps is not None:  # refused before the model is built and sampled
+        steps = _validate.positive_int("steps", steps)
     recipe = CHECKPOINT_RECIPE
     tokenizer = CharTokenizer(load_corpus())
     with torch.random.fork_rng(devices=[]):
