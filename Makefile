@@ -42,6 +42,7 @@ help:
 	@echo "make test-jupyter  drive every explorer with the keyboard in a real JupyterLab"
 	@echo "make test-cpus  strict nbval again with other CPU code paths forced (NB=... for one)"
 	@echo "make test-slow  the tests marked slow (they check the test machinery; make check runs them)"
+	@echo "make test-sources  the book tests that read the sources, not the built site"
 	@echo "make site       the PDF, then the website linking it"
 	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
@@ -153,7 +154,7 @@ site: pdf
 TEST_PARTS := test-book lint test-lib test-live-js test-sources
 ifeq ($(NB),)
 test: $(STAMP) $(KERNEL_PROFILE)
-	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_PARTS)
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_PARTS) SOURCES_AFTER=test-lib
 else
 test: $(STAMP) $(KERNEL_PROFILE)
 	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL) $(NB)
@@ -193,7 +194,10 @@ test-book: test-notebooks
 	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(BOOK_TESTS) \
 	  $(addprefix --ignore=,$(SOURCE_TESTS))
 
-test-sources: $(STAMP)
+# Inside `make test` it waits for the library tests (SOURCES_AFTER), so that
+# it never takes the second job slot before nbval has started.
+SOURCES_AFTER ?=
+test-sources: $(STAMP) | $(SOURCES_AFTER)
 	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(SOURCE_TESTS)
 
 # `make check`'s share of the book tests (marked `slow`, see tests/conftest.py):
