@@ -25,7 +25,7 @@ NBVAL_ALL := $(NBVAL) -n 2 --dist loadfile
 PORT ?= 8000
 
 .PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
-        test-notebooks test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
+        test-notebooks test-sources test-slow test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
         readers-edition \
         lm-checkpoint seq2seq-runs positions-sweep vit-sweep live-weights test-live-js
 
@@ -41,6 +41,8 @@ help:
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
 	@echo "make test-jupyter  drive every explorer with the keyboard in a real JupyterLab"
 	@echo "make test-cpus  strict nbval again with other CPU code paths forced (NB=... for one)"
+	@echo "make test-slow  the tests marked slow (they check the test machinery; make check runs them)"
+	@echo "make test-sources  the book tests that read the sources, not the built site"
 	@echo "make site       the PDF, then the website linking it"
 	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
@@ -142,14 +144,17 @@ site: pdf
 
 # Two tiers. `make test` (the README's test command, a few minutes): lint, the
 # library's tests, strict nbval on every notebook, the website build and its
-# link and hygiene checks; two jobs at a time on two cores. `make check`
+# link and hygiene checks; two jobs at a time on two cores. It runs every test
+# that an edit of a chapter, the library or the tools can break. `make check`
 # (what .ci/run runs): `make test`, then the widget tests under ipywidgets
 # 7.7.1 (Colab's), the browser suites, the real JupyterLab, the PDF, the
-# Colab-like run and nbval on other CPU code paths.
-TEST_PARTS := test-book lint test-lib test-live-js
+# Colab-like run, nbval on other CPU code paths, and the tests marked `slow`
+# (test-slow), which check the test machinery itself and start kernels. No
+# test runs in neither tier.
+TEST_PARTS := test-book lint test-lib test-live-js test-sources
 ifeq ($(NB),)
 test: $(STAMP) $(KERNEL_PROFILE)
-	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_PARTS)
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(TEST_PARTS) SOURCES_AFTER=test-lib
 else
 test: $(STAMP) $(KERNEL_PROFILE)
 	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL) $(NB)
@@ -161,8 +166,12 @@ lint: $(STAMP)
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(BIN)/zizmor --offline --no-progress .github/workflows
 
+# One thread per worker: two workers, each with PyTorch's default of a thread
+# per core, oversubscribe the cores (and more so beside nbval), and the
+# library's many small operations then spend their time waiting on each
+# other's threads (measured: 53 s and 91 CPU-seconds instead of 96 s and 160).
 test-lib: $(STAMP)
-	$(BIN)/python -m pytest -p no:cacheprovider -q -n 2 lib/tests
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider -q -n 2 lib/tests
 
 # The live explorers' JavaScript (runtime and forward passes) against fixtures
 # exported from PyTorch: Node's own test runner, no npm package (a second or two).
@@ -175,11 +184,32 @@ test-live-js:
 # suites are `make test-browser`.
 BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.py \
   tests/test_live_browser.py tests/test_live_browser_dates.py tests/test_live_browser_lm.py
+BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupyter.py \
+  --ignore=tests/test_pdf.py $(addprefix --ignore=,$(BROWSER_TESTS))
+# The book tests that read the sources, not the site (notebook hygiene, the
+# reader's edition, the locks, the tools): test-sources runs them beside nbval,
+# so that only the checks of the built site wait for the build. A new test
+# file waits for the build unless it is listed here.
+SOURCE_TESTS := tests/test_notebooks.py tests/test_readers_edition.py tests/test_lock.py \
+  tests/test_nbtools.py tests/test_browser_lookup.py tests/test_nbval_executed.py \
+  tests/test_regression_bites.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
-	$(BIN)/python -m pytest -p no:cacheprovider -q tests \
-	  --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupyter.py --ignore=tests/test_pdf.py \
-	  $(addprefix --ignore=,$(BROWSER_TESTS))
+	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(BOOK_TESTS) \
+	  $(addprefix --ignore=,$(SOURCE_TESTS))
+
+# Inside `make test` it waits for the library tests (SOURCES_AFTER), so that
+# it never takes the second job slot before nbval has started.
+SOURCES_AFTER ?=
+test-sources: $(STAMP) | $(SOURCES_AFTER)
+	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(SOURCE_TESTS)
+
+# `make check`'s share of the book tests (marked `slow`, see tests/conftest.py):
+# proofs that the test machinery bites (a changed stored digit fails strict
+# nbval on every chapter; nbval's executed notebooks are what the build files).
+# They need no built site.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -q -m slow $(BOOK_TESTS)
 
 # Every static explorer driven offline, axe-core in light and dark mode, the
 # phone and dark-mode layouts, the site under a sub-path: one browser each.
@@ -189,7 +219,7 @@ test-browser: $(STAMP) book
 # After `make test`, the rest two at a time: the browser suites spend much of
 # their time waiting on pages and kernels, so they share the cores with the
 # nbval and Colab-like runs. The website is built once, before either needs it.
-CHECK_PARTS := test-cpus test-browser test-jupyter colab pdf test-widgets-ipyw7
+CHECK_PARTS := test-cpus test-browser test-jupyter colab pdf test-widgets-ipyw7 test-slow
 check: test
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECK_PARTS)
 

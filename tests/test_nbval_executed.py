@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 from jupyter_cache import get_cache
 from nbclient import NotebookClient
 
@@ -78,6 +79,9 @@ def run_nbval(notebook_path, into):
     )
 
 
+# Two nbval runs and a notebook execution (three kernels): `make check`'s tier
+# (tests/conftest.py, "slow"); `make test` itself runs this plugin on every chapter.
+@pytest.mark.slow
 def test_nbval_keeps_what_it_executed_and_fails_on_a_changed_output(tmp_path, monkeypatch):
     monkeypatch.delenv("ATTNBOOK_STATIC", raising=False)
     folder = tmp_path / "book"

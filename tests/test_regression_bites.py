@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 
 from tools.site import NOTEBOOKS, ROOT, read_notebook
 
@@ -35,6 +36,8 @@ def bump_first_digit(text: str) -> str:
     return re.sub(r"\d", lambda m: str((int(m.group()) + 1) % 10), text, count=1)
 
 
+# A kernel per chapter: `make check`'s tier (tests/conftest.py, "slow").
+@pytest.mark.slow
 def test_changing_one_stored_digit_makes_nbval_fail(tmp_path):
     expected_failures = {}
     files = []

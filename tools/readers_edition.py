@@ -50,6 +50,7 @@ writing twice changes nothing.
 from __future__ import annotations
 
 import copy
+import functools
 import html
 import json
 import re
@@ -283,10 +284,20 @@ def _options(lines: list[str]) -> dict[str, str]:
     return options
 
 
+@functools.cache
+def _text_backend():
+    """pybtex's plain-text backend, looked up once: each lookup scans the
+    entry points of every installed package (``render_as`` looks it up on
+    every call, which made reading the bibliography take seconds)."""
+    from pybtex.plugin import find_plugin
+
+    return find_plugin("pybtex.backends", "text")()
+
+
 def _latex_to_text(text: str) -> str:
     from pybtex.richtext import Text
 
-    return Text.from_latex(text).render_as("text").strip()
+    return Text.from_latex(text).render(_text_backend()).strip()
 
 
 def read_bib(path: Path) -> dict[str, tuple[str, str]]:

@@ -85,6 +85,24 @@ def positive_int(name: str, value: object) -> int:
     return int(value)
 
 
+def generator(name: str, value: object) -> torch.Generator:
+    """Check a seed: an integer (a new CPU generator seeded with it) or a torch.Generator."""
+    if isinstance(value, torch.Generator):
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer seed or a torch.Generator, got {value!r}")
+    return torch.Generator().manual_seed(int(value))
+
+
+def heads_divide(num_hiddens: int, num_heads: int) -> None:
+    """Check that ``num_heads`` divides ``num_hiddens`` (both already positive integers)."""
+    if num_hiddens % num_heads:
+        raise ValueError(
+            f"num_heads must divide num_hiddens, got num_hiddens={num_hiddens}, "
+            f"num_heads={num_heads}"
+        )
+
+
 def lengths(name: str, value: object, *, upper: int, device: torch.device) -> torch.Tensor:
     """Check valid lengths: integral values in [0, upper]; returns an int64 tensor.
 

@@ -43,11 +43,7 @@ class CausalAttentionLayer(nn.Module):
         super().__init__()
         num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
         num_heads = _validate.positive_int("num_heads", num_heads)
-        if num_hiddens % num_heads:
-            raise ValueError(
-                f"num_heads must divide num_hiddens, got num_hiddens={num_hiddens}, "
-                f"num_heads={num_heads}"
-            )
+        _validate.heads_divide(num_hiddens, num_heads)
         self.num_hiddens, self.num_heads = num_hiddens, num_heads
         self.head_size = num_hiddens // num_heads
         self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=False)

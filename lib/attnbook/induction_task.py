@@ -17,14 +17,6 @@ __all__ = [
 ]
 
 
-def _generator(name: str, value: object) -> torch.Generator:
-    if isinstance(value, torch.Generator):
-        return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer seed or a torch.Generator, got {value!r}")
-    return torch.Generator().manual_seed(int(value))
-
-
 def _nonnegative_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r}")
@@ -112,7 +104,7 @@ def make_repeat_batch(
             f"length must hold both copies and the largest gap (2 * segment + max_gap = "
             f"{2 * segment + max_gap}), got length={length}"
         )
-    g = _generator("seed", seed)
+    g = _validate.generator("seed", seed)
     tokens = torch.randint(vocab, (batch, length), generator=g)
     gaps = torch.randint(min_gap, max_gap + 1, (batch,), generator=g)
     room = length - 2 * segment - gaps + 1  # number of possible starts, >= 1

@@ -66,14 +66,6 @@ SCHEME_NAMES = {
 }
 
 
-def _generator(name: str, value: object) -> torch.Generator:
-    if isinstance(value, torch.Generator):
-        return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer seed or a torch.Generator, got {value!r}")
-    return torch.Generator().manual_seed(int(value))
-
-
 @dataclass
 class TaskBatch:
     """Tokens, the answer at each position, and which positions are scored.
@@ -109,7 +101,7 @@ def make_copy_batch(
             f"length / 2 must be <= vocab (the first half is distinct tokens), got "
             f"length={length}, vocab={vocab}"
         )
-    g = _generator("seed", seed)
+    g = _validate.generator("seed", seed)
     first = torch.rand(batch, vocab, generator=g).argsort(dim=1)[:, :half]  # (batch, L/2)
     tokens = torch.cat([first, first], dim=1)  # (batch, L)
     targets = torch.zeros_like(tokens)
@@ -129,7 +121,7 @@ def make_kback_batch(
     k = _validate.positive_int("k", k)
     if length <= k:
         raise ValueError(f"length must exceed k={k}, got {length}")
-    g = _generator("seed", seed)
+    g = _validate.generator("seed", seed)
     tokens = torch.randint(vocab, (batch, length), generator=g)
     targets = torch.zeros_like(tokens)
     targets[:, k:] = tokens[:, :-k]
@@ -158,11 +150,7 @@ class PositionAttention(nn.Module):
         num_heads = _validate.positive_int("num_heads", num_heads)
         if scheme not in SCHEMES:
             raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-        if num_hiddens % num_heads:
-            raise ValueError(
-                f"num_heads must divide num_hiddens, got num_hiddens={num_hiddens}, "
-                f"num_heads={num_heads}"
-            )
+        _validate.heads_divide(num_hiddens, num_heads)
         self.num_heads, self.head_size, self.scheme = num_heads, num_hiddens // num_heads, scheme
         if scheme == "rope" and self.head_size % 2:
             raise ValueError(

@@ -165,11 +165,7 @@ class LinearSelfAttention(nn.Module):
         super().__init__()
         self.num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
         self.num_heads = _validate.positive_int("num_heads", num_heads)
-        if self.num_hiddens % self.num_heads:
-            raise ValueError(
-                f"num_heads must divide num_hiddens, got num_hiddens={num_hiddens} and "
-                f"num_heads={num_heads}"
-            )
+        _validate.heads_divide(self.num_hiddens, self.num_heads)
         self.causal = _flag("causal", causal)
         self.recurrent = _flag("recurrent", recurrent)
         self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=False)

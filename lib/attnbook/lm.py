@@ -120,11 +120,7 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
         num_heads = _validate.positive_int("num_heads", num_heads)
-        if num_hiddens % num_heads:
-            raise ValueError(
-                f"num_heads must divide num_hiddens, got num_hiddens={num_hiddens}, "
-                f"num_heads={num_heads}"
-            )
+        _validate.heads_divide(num_hiddens, num_heads)
         self.num_heads = num_heads
         self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=False)
         self.W_k = nn.Linear(num_hiddens, num_hiddens, bias=False)
@@ -491,6 +487,8 @@ def train_checkpoint_recipe(
     samples (:data:`SAMPLE_LENGTH` characters after :data:`SAMPLE_PROMPT`) it
     wrote at each of :data:`SAMPLE_STEPS` that the run reached.
     """
+    if steps is not None:  # refused before the model is built and sampled
+        steps = _validate.positive_int("steps", steps)
     recipe = CHECKPOINT_RECIPE
     tokenizer = CharTokenizer(load_corpus())
     with torch.random.fork_rng(devices=[]):

@@ -66,14 +66,6 @@ class MQARBatch:
     targets: torch.Tensor
 
 
-def _generator(value: object) -> torch.Generator:
-    if isinstance(value, torch.Generator):
-        return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"seed must be an integer seed or a torch.Generator, got {value!r}")
-    return torch.Generator().manual_seed(int(value))
-
-
 def make_mqar_batch(
     batch: int,
     num_pairs: int = 8,
@@ -112,7 +104,7 @@ def make_mqar_batch(
         )
     if length < 4 * num_pairs:
         raise ValueError(f"length must be at least 4 * num_pairs = {4 * num_pairs}, got {length}")
-    g = _generator(seed)
+    g = _validate.generator("seed", seed)
     half = vocab_size // 2
     # Distinct keys: the first num_pairs of a random order of 1 .. half - 1.
     keys = torch.argsort(torch.rand(batch, half - 1, generator=g), dim=1)[:, :num_pairs] + 1
@@ -275,11 +267,7 @@ class RecallLM(nn.Module):
             ffn_hiddens = _validate.positive_int("ffn_hiddens", ffn_hiddens)
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
             raise TypeError(f"seed must be an integer, got {seed!r}")
-        if num_hiddens % num_heads:
-            raise ValueError(
-                f"num_heads must divide num_hiddens, got num_hiddens={num_hiddens} and "
-                f"num_heads={num_heads}"
-            )
+        _validate.heads_divide(num_hiddens, num_heads)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
             self.embedding = nn.Embedding(vocab_size, num_hiddens)

@@ -17,7 +17,6 @@ Everything is drawn from a ``torch.Generator``, so a seed fixes the data.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import torch
@@ -48,14 +47,6 @@ class RecallBatch:
     values: torch.Tensor
     targets: torch.Tensor
     index: torch.Tensor
-
-
-def _generator(name: str, value: object) -> torch.Generator:
-    if isinstance(value, torch.Generator):
-        return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer seed or a torch.Generator, got {value!r}")
-    return torch.Generator().manual_seed(int(value))
 
 
 def _noise(value: object) -> float:
@@ -103,7 +94,7 @@ def make_recall_batch(
     for name, size in (("d", d), ("d_v", d_v)):
         if size % parts:
             raise ValueError(f"{name} must be divisible by parts={parts}, got {name}={size}")
-    g = _generator("seed", seed)
+    g = _validate.generator("seed", seed)
     keys = torch.randn(batch, n, d, generator=g)  # (batch, n, d)
     values = torch.randn(batch, n, d_v, generator=g)  # (batch, n, d_v)
     if parts == 1:

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from . import _validate
-from .recall import RecallBatch, _generator, make_recall_batch, right_key_accuracy
+from .recall import RecallBatch, make_recall_batch, right_key_accuracy
 from .scoring import _check_qkv
 
 __all__ = [
@@ -85,7 +85,7 @@ class RecallAttention(nn.Module):
         if not isinstance(scaled, bool):
             raise TypeError(f"scaled must be True or False, got {scaled!r}")
         self.scaled = scaled
-        g = _generator("seed", seed)
+        g = _validate.generator("seed", seed)
         shape = (self.num_heads, self.head_size, self.d)
         self.W_q = nn.Parameter(torch.randn(shape, generator=g) / math.sqrt(self.d))
         self.W_k = nn.Parameter(torch.randn(shape, generator=g) / math.sqrt(self.d))

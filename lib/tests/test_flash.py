@@ -292,16 +292,22 @@ def test_flash_attention_training_memory_is_linear_and_autograd_through_tiles_is
     for n in (256, 512, 1024):
         q, k, v = (torch.randn(1, n, 16, generator=g) for _ in range(3))
         naive.append(flash.peak_training_memory(flash.naive_attention, q, k, v).peak)
-        tiled.append(flash.peak_training_memory(flash.tiled_attention, q, k, v, block_size=64).peak)
-        fa.append(flash.peak_training_memory(flash.flash_attention, q, k, v, block_size=64).peak)
+        # Tiles of 128 (up to 8 x 8 of them): every tile is tracked, forward and
+        # backward, so fewer tiles keep this test quick.
+        tiled.append(
+            flash.peak_training_memory(flash.tiled_attention, q, k, v, block_size=128).peak
+        )
+        fa.append(flash.peak_training_memory(flash.flash_attention, q, k, v, block_size=128).peak)
     # Autograd saves the n x n weights of the naive layer and every tile of the loop:
     # both at least one n x n float32 matrix, fourfold per doubling.
     for n, a, b in zip((256, 512, 1024), naive, tiled):
         assert a >= n * n * 4 and b >= n * n * 4
     assert naive[2] / naive[1] > 3.5 and tiled[2] / tiled[1] > 3.5
-    # The recomputing backward keeps O(n) numbers: about twice as much per doubling,
-    # and far below one n x n matrix at n = 1024.
-    assert fa[2] / fa[1] < 2.2 and fa[2] < 1024 * 1024 * 4 / 4
+    # The recomputing backward keeps O(n) numbers beside its tiles: the part that
+    # grows with n about doubles per doubling, and the whole is far below one
+    # n x n matrix at n = 1024.
+    assert fa[2] / fa[1] < 2.2 and fa[2] - fa[1] < 2.2 * (fa[1] - fa[0])
+    assert fa[2] < 1024 * 1024 * 4 / 4
 
 
 def test_peak_training_memory_counts_the_backward_pass():

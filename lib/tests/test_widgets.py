@@ -81,6 +81,19 @@ def explorer(request):
     return EXPLORERS[request.param]()
 
 
+# explorer.to_html() encodes every frame (a second or more for the larger
+# explorers): made once per explorer and state, and shared by the tests below.
+_FRAGMENTS: dict = {}
+
+
+def fragment_of(explorer) -> str:
+    """``explorer.to_html()`` for its current state, made once."""
+    key = (id(explorer), explorer._state())
+    if key not in _FRAGMENTS:
+        _FRAGMENTS[key] = (explorer, explorer.to_html())  # keeps the id in use
+    return _FRAGMENTS[key][1]
+
+
 def decode(png: bytes) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
 
@@ -315,7 +328,7 @@ def fragment_pictures(fragment: str) -> tuple[np.ndarray, list]:
 
 
 def test_html_fragment_is_self_contained(explorer):
-    fragment = explorer.to_html()
+    fragment = fragment_of(explorer)
     outside_images = re.sub(DATA_URL, "DATA", fragment)
     assert "http" not in outside_images
     assert "//" not in outside_images
@@ -344,7 +357,7 @@ def test_html_fragment_caption_holds_the_default_description(explorer):
     # A visible caption under the view, a live region from the start (so a
     # screen reader announces its updates), holding the default state's text;
     # the script rewrites it from the same list as the alt text.
-    fragment = explorer.to_html()
+    fragment = fragment_of(explorer)
     captions = re.findall(r'<p class="attnbook-caption" role="status"[^>]*>([^<]*)</p>', fragment)
     default = explorer.states.index(explorer._state())
     assert captions == [html.escape(explorer._renderer.alt_text(explorer.states[default]))]
@@ -356,7 +369,7 @@ def test_html_fragment_caption_holds_the_default_description(explorer):
 
 def test_html_fragment_layers_rebuild_every_frame(explorer):
     # Base plus a state's layer must give that state's frame (up to the palette).
-    fragment = explorer.to_html()
+    fragment = fragment_of(explorer)
     base, layers = fragment_pictures(fragment)
     layer_of = json.loads(re.search(r"layerOf=(\[.*?\])", fragment).group(1))
     assert len(layer_of) == len(explorer.states)
@@ -377,7 +390,7 @@ def test_html_fragment_layers_rebuild_every_frame(explorer):
 
 def test_html_fragment_spends_bytes_only_on_what_changes(explorer):
     # Each layer is much smaller than a full frame would be.
-    fragment = explorer.to_html()
+    fragment = fragment_of(explorer)
     base, layers = fragment_pictures(fragment)
     full = base.shape[0] * base.shape[1]
     for rgba, _, _ in layers:
@@ -385,7 +398,7 @@ def test_html_fragment_spends_bytes_only_on_what_changes(explorer):
 
 
 def test_fragment_size_budget(explorer):
-    assert len(explorer.to_html().encode()) <= 1024 * 1024
+    assert len(fragment_of(explorer).encode()) <= 1024 * 1024
 
 
 def test_mime_bundle_live_and_static(explorer, monkeypatch):
@@ -402,7 +415,7 @@ def test_mime_bundle_live_and_static(explorer, monkeypatch):
     static, static_metadata = explorer._repr_mimebundle_()
     assert static_metadata == {"text/html": {widgets.STATIC_MARKER: True}}
     assert "application/vnd.jupyter.widget-view+json" not in static
-    assert static["text/html"] == explorer.to_html()
+    assert static["text/html"] == fragment_of(explorer)
     assert static["text/plain"] == live["text/plain"] == repr(explorer)
 
 

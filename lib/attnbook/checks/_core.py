@@ -406,16 +406,24 @@ def _diagnose(
     A mistake that agrees on every case wins; otherwise the first that agrees on
     every case the reader failed (it then explains the failures, if not all of
     the answers). Each mistake runs on fresh copies of the cases' inputs.
+
+    A mistake that disagrees on a case the reader failed can be neither, so the
+    failed cases are tried first and a mistake is dropped at its first
+    disagreement: the rest of its cases (a large one can take a second under
+    a probe) are not run.
     """
+    order = [i for i, f in enumerate(failed) if f] + [i for i, f in enumerate(failed) if not f]
     partial = None
     for mistake in mistakes:
-        agree = [
-            _agree(outcome, _attempt(mistake.fn, case, probe))
-            for case, outcome in zip(cases, outcomes)
-        ]
-        if all(agree):
+        agrees_on_failed = True
+        for i in order:
+            if _agree(outcomes[i], _attempt(mistake.fn, cases[i], probe)):
+                continue
+            agrees_on_failed = not failed[i]
+            break
+        else:
             return mistake, True
-        if partial is None and all(a for a, f in zip(agree, failed) if f):
+        if partial is None and agrees_on_failed:
             partial = mistake
     return (partial, False) if partial is not None else None
 
