@@ -272,11 +272,12 @@ positions-sweep: $(STAMP)
 vit-sweep: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/vit_sweep.py
 
-# Chapter 11's live explorer: its model's float16 weights (trained as the
+# The live explorers of chapters 11 and 15: their models' float16 weights (trained as the
 # chapter trains it, a few seconds on one thread) and the fixtures of the
 # JavaScript tests, computed by PyTorch on those weights.
 live-weights: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py weights fixtures
+	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py digits-weights digits-fixtures
 
 bench: $(STAMP) book
 	$(BIN)/python -m tools.bench

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from ._pack import find_heads, pack_attention_only, unpack_attention_only
 from ._source import module_source, read_source
+from .digits import DigitsLive, digits_live
 from .induction import InductionLive, induction_live, load_chapter_weights
 
 __all__ = [
+    "DigitsLive",
+    "digits_live",
     "InductionLive",
     "find_heads",
     "induction_live",
