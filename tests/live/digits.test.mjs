@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { explain, forward, loadViT, occlusion } from "../../lib/attnbook/widgets/live/digits.js";
+import { explain, forward, loadViT, occlusion, occlusionSlow } from "../../lib/attnbook/widgets/live/digits.js";
 
 const here = (path) => new URL(path, import.meta.url);
 const fixture = JSON.parse(readFileSync(here("./fixtures/digits.json")));
@@ -57,6 +57,15 @@ test("the [CLS]-only last block gives the full pass's logits (what occlusion run
   const short = forward(net, pixels, true);
   assert.ok(maxDifference(short.logits, full.logits) < 1e-12);
   assert.equal(short.attention[1][0].length, 17);
+});
+
+test("occlusion's shortened passes give the plain passes' numbers, under both fills", () => {
+  for (const c of fixture.cases.filter((k) => k.name !== "blank")) {
+    const pixels = Float64Array.from(c.pixels);
+    const fast = occlusion(net, pixels, fills[c.fill], c.predicted);
+    const slow = occlusionSlow(net, pixels, fills[c.fill], c.predicted);
+    assert.ok(maxDifference(fast, slow) < 1e-12, `${c.name}: ${maxDifference(fast, slow)}`);
+  }
 });
 
 test("occlusion with a fill equal to the image changes nothing; bad images are refused", () => {

@@ -5,7 +5,7 @@
 // rollout, and occlusion (16 more forward passes, one per hidden patch) with
 // the fill the reader picks: zero (blank paper, the chapter's explorer) or the
 // mean training image. An anywidget module: `export default { render }`.
-import { add, argmax, asBytes, attentionRollout, biasedSelfAttention, clsAttention, layerNorm, linear, patchify, relu, softmax, unpack } from "./runtime.js";
+import { add, argmax, asBytes, attentionRollout, biasedSelfAttention, clsAttention, layerNorm, linear, maskedSoftmax, patchify, relu, softmax, unpack } from "./runtime.js";
 
 // ---------------------------------------------------------------- the model
 
@@ -44,38 +44,66 @@ export function imageLength(arch) {
   return arch.channels * arch.image_size * arch.image_size;
 }
 
-// pixels (channels * side * side, row by row) -> {logits (classes), attention:
-// [block][head] (n, n)}, as TinyViT.forward: patches embedded, [CLS] in front,
-// positions added, pre-LN blocks, the final LayerNorm and the head on [CLS].
-// With clsOnly, the last block computes [CLS]'s row only (the logits are the
-// same; its attention is then [head] (1, n)): what occlusion needs.
-export function forward(net, pixels, clsOnly = false) {
+// pixels (channels * side * side, row by row) -> the (n, D) input of block 0:
+// the patches embedded, [CLS] in front, the positions added.
+function embedImage(net, pixels) {
   const a = net.arch;
   const D = a.num_hiddens;
   if (pixels.length !== imageLength(a)) throw new RangeError(`an image has ${imageLength(a)} pixels, got ${pixels.length}`);
   for (const value of pixels) if (!Number.isFinite(value)) throw new RangeError(`pixel ${value} is not a finite number`);
   const P = (a.image_size / a.patch_size) ** 2;
-  const n = P + 1;
   const tokens = linear(patchify(pixels, a.channels, a.image_size, a.image_size, a.patch_size), P, a.channels * a.patch_size ** 2, net.embed[0], D, net.embed[1]);
-  let x = new Float64Array(n * D);
+  const x = new Float64Array((P + 1) * D);
   x.set(net.cls, 0);
   x.set(tokens, D);
-  x = add(x, net.positions);
+  return add(x, net.positions);
+}
+
+// The rest of pre-LN block B once its attention output is known: the
+// residual sum, then x + FFN(LayerNorm(x)) on each of the `rows` rows.
+function finishBlock(net, B, x, out, rows) {
+  const a = net.arch;
+  const D = a.num_hiddens;
+  const y = add(x.subarray(0, rows * D), out);
+  const hidden = relu(linear(layerNorm(y, rows, D, B.norm2[0], B.norm2[1]), rows, D, B.linear1[0], a.ffn_hiddens, B.linear1[1]));
+  return add(y, linear(hidden, rows, a.ffn_hiddens, B.linear2[0], D, B.linear2[1]));
+}
+
+// Blocks `from`.. of the model on x (rows, D); the last one for [CLS] alone
+// when clsOnly. Returns {x, attention: [block][head]}.
+function runBlocks(net, x, rows, from, clsOnly) {
+  const a = net.arch;
+  const D = a.num_hiddens;
   const attention = [];
-  let rows = n;
-  for (let l = 0; l < net.blocks.length; l++) {
+  for (let l = from; l < net.blocks.length; l++) {
     const B = net.blocks[l];
     const queries = clsOnly && l === net.blocks.length - 1 ? 1 : rows;
     const h = layerNorm(x, rows, D, B.norm1[0], B.norm1[1]);
     const { out, weights } = biasedSelfAttention(h, rows, D, a.num_heads, B.attention, queries);
     attention.push(weights);
-    x = add(x.subarray(0, queries * D), out);
+    x = finishBlock(net, B, x, out, queries);
     rows = queries;
-    const hidden = relu(linear(layerNorm(x, rows, D, B.norm2[0], B.norm2[1]), rows, D, B.linear1[0], a.ffn_hiddens, B.linear1[1]));
-    x = add(x, linear(hidden, rows, a.ffn_hiddens, B.linear2[0], D, B.linear2[1]));
   }
-  const logits = linear(layerNorm(x.subarray(0, D), 1, D, net.norm[0], net.norm[1]), 1, D, net.head[0], a.num_classes, net.head[1]);
-  return { logits, attention };
+  return { x, attention };
+}
+
+// The final LayerNorm and the head on [CLS] (row 0 of x).
+function classify(net, x) {
+  const a = net.arch;
+  const D = a.num_hiddens;
+  return linear(layerNorm(x.subarray(0, D), 1, D, net.norm[0], net.norm[1]), 1, D, net.head[0], a.num_classes, net.head[1]);
+}
+
+// pixels (channels * side * side, row by row) -> {logits (classes), attention:
+// [block][head] (n, n)}, as TinyViT.forward: patches embedded, [CLS] in front,
+// positions added, pre-LN blocks, the final LayerNorm and the head on [CLS].
+// With clsOnly, the last block computes [CLS]'s row only (the logits are the
+// same; its attention is then [head] (1, n)).
+export function forward(net, pixels, clsOnly = false) {
+  const x = embedImage(net, pixels);
+  const n = x.length / net.arch.num_hiddens;
+  const { x: last, attention } = runBlocks(net, x, n, 0, clsOnly);
+  return { logits: classify(net, last), attention };
 }
 
 // The pixel indices of each patch, patches row by row (as patchify numbers them).
@@ -93,12 +121,10 @@ function patchPixels(arch) {
   return out;
 }
 
-// Occlusion (attnbook.explain.occlusion_scores) for class `target`: for each
-// patch j, p(target | image) minus p(target | image with patch j replaced by
-// the same patch of `fill`, an image of the same size). One forward pass per patch.
-export function occlusion(net, pixels, fill, target, base = null) {
-  if (fill.length !== pixels.length) throw new RangeError(`the fill has ${fill.length} pixels, the image ${pixels.length}`);
-  const p0 = base === null ? softmax(forward(net, pixels, true).logits)[target] : base;
+// Occlusion by the plain route: one forward pass per copy of the image with
+// patch j replaced by the same patch of `fill` (the reference for occlusion()).
+export function occlusionSlow(net, pixels, fill, target) {
+  const p0 = softmax(forward(net, pixels, true).logits)[target];
   const groups = patchPixels(net.arch);
   const out = new Float64Array(groups.length);
   const copy = Float64Array.from(pixels);
@@ -106,6 +132,64 @@ export function occlusion(net, pixels, fill, target, base = null) {
     for (const i of groups[j]) copy[i] = fill[i];
     out[j] = p0 - softmax(forward(net, copy, true).logits)[target];
     for (const i of groups[j]) copy[i] = pixels[i];
+  }
+  return out;
+}
+
+// Occlusion (attnbook.explain.occlusion_scores) for class `target`: for each
+// patch j, p(target | image) minus p(target | image with patch j replaced by
+// the same patch of `fill`, an image of the same size). One forward pass per
+// patch, shortened where nothing changes: a copy differs from the image in one
+// token only, so block 0's LayerNorm and projections of the other tokens are
+// the image's own, and the last block computes [CLS]'s row alone.
+export function occlusion(net, pixels, fill, target, base = null) {
+  if (fill.length !== pixels.length) throw new RangeError(`the fill has ${fill.length} pixels, the image ${pixels.length}`);
+  const a = net.arch;
+  const D = a.num_hiddens;
+  const x0 = embedImage(net, pixels);
+  const n = x0.length / D;
+  const P = n - 1;
+  const p0 = base === null ? softmax(classify(net, runBlocks(net, x0, n, 0, true).x))[target] : base;
+  const filled = embedImage(net, fill);
+  const B = net.blocks[0];
+  const W = B.attention;
+  const project = (h, rows) => [linear(h, rows, D, W.q, D, W.bq), linear(h, rows, D, W.k, D, W.bk), linear(h, rows, D, W.v, D, W.bv)];
+  const [q0, k0, v0] = project(layerNorm(x0, n, D, B.norm1[0], B.norm1[1]), n);
+  const [qf, kf, vf] = project(layerNorm(filled, n, D, B.norm1[0], B.norm1[1]), n);
+  const out = new Float64Array(P);
+  const x = Float64Array.from(x0);
+  const q = Float64Array.from(q0);
+  const k = Float64Array.from(k0);
+  const v = Float64Array.from(v0);
+  const size = D / a.num_heads;
+  const scale = 1 / Math.sqrt(size);
+  const scores = new Float64Array(n * n);
+  for (let j = 0; j < P; j++) {
+    const row = (j + 1) * D;
+    const swap = (into, from) => into.set(from.subarray(row, row + D), row);
+    swap(x, filled); swap(q, qf); swap(k, kf); swap(v, vf);
+    const mixed = new Float64Array(n * D);
+    for (let h = 0; h < a.num_heads; h++) {
+      const first = h * size;
+      for (let r = 0; r < n; r++) {
+        for (let c = 0; c < n; c++) {
+          let dot = 0;
+          for (let d = 0; d < size; d++) dot += q[r * D + first + d] * k[c * D + first + d];
+          scores[r * n + c] = dot * scale;
+        }
+      }
+      const w = maskedSoftmax(scores, n, n);
+      for (let r = 0; r < n; r++) {
+        for (let c = 0; c < n; c++) {
+          const weight = w[r * n + c];
+          for (let d = 0; d < size; d++) mixed[r * D + first + d] += weight * v[c * D + first + d];
+        }
+      }
+    }
+    const after = finishBlock(net, B, x, linear(mixed, n, D, W.o, D, W.bo), n);
+    const { x: last } = runBlocks(net, after, n, 1, true);
+    out[j] = p0 - softmax(classify(net, last))[target];
+    swap(x, x0); swap(q, q0); swap(k, k0); swap(v, v0);
   }
   return out;
 }
@@ -358,8 +442,8 @@ export function render({ model, el }) {
     const k = argmax(rollout);
     const text = `The model reads a ${predicted}, with probability ${round(probs[predicted])}. ` +
       `Raw attention puts most weight (${round(rawScores[r])}) on patch ${r}; rollout on patch ${k}. ` +
-      (occTop === 0
-        ? `Hiding any one patch (fill: ${fillName}) leaves the probability of ${predicted} unchanged.`
+      (occTop < 0.005
+        ? `Hiding any one patch (fill: ${fillName}) changes the probability of ${predicted} by less than 0.005.`
         : `Hiding patch ${j} (fill: ${fillName}) changes the probability of ${predicted} most: it ${occScores[j] >= 0 ? "drops" : "rises"} by ${round(Math.abs(occScores[j]))}.`);
     if (status.textContent !== text) status.textContent = text;
     const ds = result$.dataset;

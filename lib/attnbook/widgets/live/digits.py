@@ -143,9 +143,10 @@ def describe(out: dict, fill: str) -> str:
         f"The model reads a {d}, with probability {_round(p[d]):g}. Raw attention puts most "
         f"weight ({_round(raw[r]):g}) on patch {r}; rollout on patch {k}. "
     )
-    if float(occ.abs().max()) == 0:
+    if float(occ.abs().max()) < 0.005:
         return text + (
-            f"Hiding any one patch (fill: {FILL_WORDS[fill]}) leaves the probability of {d} unchanged."
+            f"Hiding any one patch (fill: {FILL_WORDS[fill]}) changes the probability of {d} "
+            "by less than 0.005."
         )
     direction = "drops" if float(occ[j]) >= 0 else "rises"
     return text + (
