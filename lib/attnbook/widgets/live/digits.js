@@ -376,8 +376,8 @@ export function render({ model, el }) {
   const app = element("div", { className: "attnbook-live attnbook-live-digits", style: "display:flex;flex-direction:column;gap:0.5em;font-family:sans-serif;max-width:100%" },
     row(startLabel, start, clear),
     row(penLabel, pen, fillLabel, fillSelect),
-    note,
     element("div", { style: "display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start" }, gridFigure, probFigure),
+    note, // below the grid, so that showing it never moves the grid under a stroke
     element("div", { style: "display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start" }, raw.figure, roll.figure, occ.figure),
     legend, status, result$);
   el.append(app);
@@ -568,6 +568,9 @@ export function render({ model, el }) {
   fillSelect.value = model.get("fill") || "zero";
   loadModel();
   readPixels();
+  // Name the test image the pixels are, if they are one.
+  const shownExample = (model.get("examples") || []).findIndex((e) => e.ink.every((v, i) => v / 16 === pixels[i]));
+  if (shownExample >= 0) start.value = String(shownExample);
   update();
   model.on("change:pixels", onPixels);
   model.on("change:fill", onFill);
