@@ -174,7 +174,7 @@ test-live-js:
 # need no browser (links, alt text, sizes, notebook hygiene); the browser
 # suites are `make test-browser`.
 BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.py \
-  tests/test_live_browser.py
+  tests/test_live_browser.py tests/test_live_browser_digits.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests \
@@ -227,7 +227,8 @@ test-cpus: $(STAMP) $(KERNEL_PROFILE)
 	if [ -n "$$failed" ]; then printf "== strict nbval failed with:$$failed\n"; exit 1; fi
 
 test-widgets-ipyw7: colab-env
-	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py lib/tests/test_live.py
+	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py lib/tests/test_live.py \
+	  lib/tests/test_live_digits.py
 
 # Colab opens the reader's edition, so that is what runs here.
 colab: colab-env

@@ -141,7 +141,8 @@ export function occlusionSlow(net, pixels, fill, target) {
 // the same patch of `fill`, an image of the same size). One forward pass per
 // patch, shortened where nothing changes: a copy differs from the image in one
 // token only, so block 0's LayerNorm and projections of the other tokens are
-// the image's own, and the last block computes [CLS]'s row alone.
+// the image's own, and the last block computes [CLS]'s row alone; a patch
+// that equals its fill needs no pass at all.
 export function occlusion(net, pixels, fill, target, base = null) {
   if (fill.length !== pixels.length) throw new RangeError(`the fill has ${fill.length} pixels, the image ${pixels.length}`);
   const a = net.arch;
@@ -164,7 +165,11 @@ export function occlusion(net, pixels, fill, target, base = null) {
   const size = D / a.num_heads;
   const scale = 1 / Math.sqrt(size);
   const scores = new Float64Array(n * n);
+  const groups = patchPixels(a);
   for (let j = 0; j < P; j++) {
+    // A patch that already equals its fill (blank paper under zero fill)
+    // leaves the image as it is: its score is 0 without a pass.
+    if (groups[j].every((i) => pixels[i] === fill[i])) continue;
     const row = (j + 1) * D;
     const swap = (into, from) => into.set(from.subarray(row, row + D), row);
     swap(x, filled); swap(q, qf); swap(k, kf); swap(v, vf);
@@ -491,7 +496,11 @@ export function render({ model, el }) {
 
   canvas.addEventListener("pointerdown", (event) => {
     drawing = true;
-    canvas.setPointerCapture?.(event.pointerId);
+    try {
+      canvas.setPointerCapture(event.pointerId);
+    } catch {
+      // a synthetic or already-ended pointer: draw without capture
+    }
     event.preventDefault();
     paint(event);
   });
