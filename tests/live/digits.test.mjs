@@ -34,7 +34,7 @@ test("the fixtures cover a blank, a saturated and a test image under both fills"
 });
 
 for (const c of fixture.cases) {
-  test(`image "${c.name}", ${c.fill} fill: logits, attention, rollout and occlusion as PyTorch's`, () => {
+  test(`image "${c.name}", ${c.fill} fill: logits, attention, rollout and occlusion as PyTorch's`, (t) => {
     const out = explain(net, Float64Array.from(c.pixels), fills[c.fill]);
     const logitDiff = maxDifference(out.logits, c.logits);
     assert.ok(logitDiff < 1e-4, `logits differ by ${logitDiff}`);
@@ -44,10 +44,13 @@ for (const c of fixture.cases) {
       attentionDiff = Math.max(attentionDiff, maxDifference(w, c.attention[l][h]));
     }));
     assert.ok(attentionDiff < 1e-5, `attention differs by ${attentionDiff}`);
+    const diffs = [];
     for (const key of ["probs", "raw", "rollout", "occlusion"]) {
       const diff = maxDifference(out[key], c[key]);
       assert.ok(diff < 1e-5, `${key} differs by ${diff}`);
+      diffs.push(`${key} ${diff.toExponential(1)}`);
     }
+    t.diagnostic(`largest difference from PyTorch: logits ${logitDiff.toExponential(1)}, attention ${attentionDiff.toExponential(1)}, ${diffs.join(", ")}`);
   });
 }
 
