@@ -347,7 +347,7 @@ export function render({ model, el }) {
   const fillLabel = element("label", { htmlFor: `${id}-fill` }, "Occlusion fill");
   const help = element("p", { id: `${id}-help`, style: "margin:0;font-size:0.85em;line-height:1.35;max-width:250px" },
     "Draw with the mouse or a finger. With the keyboard: focus the grid, move the blue square with the arrow keys, " +
-    "and press Space or Enter to ink that pixel with the pen (or clear it if it is inked).");
+    "and press Space or Enter to ink that pixel with the pen (full ink if the pen is the eraser), or to clear it if it is inked.");
   const canvas = element("canvas", {
     tabindex: 0, role: "application", "aria-roledescription": "drawing grid", "aria-label": "8 by 8 drawing grid", "aria-describedby": `${id}-help`,
     style: "touch-action:none;cursor:crosshair;border:1px solid #888;display:block",
