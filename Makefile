@@ -183,7 +183,8 @@ test-live-js:
 # need no browser (links, alt text, sizes, notebook hygiene); the browser
 # suites are `make test-browser`.
 BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.py \
-  tests/test_live_browser.py tests/test_live_browser_dates.py tests/test_live_browser_lm.py
+  tests/test_live_browser.py tests/test_live_browser_dates.py tests/test_live_browser_lm.py \
+  tests/test_live_browser_digits.py
 BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupyter.py \
   --ignore=tests/test_pdf.py $(addprefix --ignore=,$(BROWSER_TESTS))
 # The book tests that read the sources, not the site (notebook hygiene, the
@@ -258,7 +259,7 @@ test-cpus: $(STAMP) $(KERNEL_PROFILE)
 
 test-widgets-ipyw7: colab-env
 	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py lib/tests/test_live.py \
-	  lib/tests/test_live_dates.py lib/tests/test_live_lm.py
+	  lib/tests/test_live_dates.py lib/tests/test_live_lm.py lib/tests/test_live_digits.py
 
 # Colab opens the reader's edition, so that is what runs here.
 colab: colab-env
@@ -303,8 +304,8 @@ positions-sweep: $(STAMP)
 vit-sweep: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/vit_sweep.py
 
-# Chapter 11's live explorer: its model's float16 weights (trained as the
-# chapter trains it, a few seconds on one thread) and the fixtures of the
+# The live explorers of chapters 11 and 15: their models' float16 weights
+# (trained as the chapter trains it, a few seconds on one thread) and the fixtures of the
 # JavaScript tests, computed by PyTorch on those weights.
 # Chapter 13's explorer (dates): its two GRU models' weights (seed 0, as the
 # chapter and `make seq2seq-runs` train them, about 35 s on one thread) and fixtures.
@@ -312,6 +313,7 @@ vit-sweep: $(STAMP)
 live-weights: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py weights fixtures dates-weights dates-fixtures
 	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py lm-weights lm-fixtures
+	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py digits-weights digits-fixtures
 
 bench: $(STAMP) book
 	$(BIN)/python -m tools.bench

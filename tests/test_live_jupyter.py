@@ -1,12 +1,12 @@
-"""`make test-jupyter`: chapter 11's live explorer in a real JupyterLab (anywidget).
+"""`make test-jupyter`: the live explorers in a real JupyterLab (anywidget).
 
 A throwaway JupyterLab (tools/jupyter_lab.py) runs a two-cell notebook that
 shows the explorer over the shipped chapter model; headless Chromium types a
 sequence into it and reads the numbers the page computed, which must equal
 PyTorch's on the same weights (tests/test_live_browser.py's check). No widget
-error, no console error, no request to another host. Chapters 10's and 13's
-explorers (lm_live, dates_live) run in the same JupyterLab, checked with the
-helpers of tests/test_live_browser_lm.py and tests/test_live_browser_dates.py.
+error, no console error, no request to another host. Chapters 10's, 13's and
+15's explorers (lm_live, dates_live, digits_live) run in the same JupyterLab,
+checked with the helpers of tests/test_live_browser_{lm,dates,digits}.py.
 """
 
 from __future__ import annotations
@@ -18,6 +18,15 @@ from attnbook.widgets.live import load_chapter_weights
 from tests.test_live_browser import TYPED, check_against_pytorch, type_into
 from tools.browser import Offline, chromium
 from tools.jupyter_lab import LabNotebook, lab_server
+
+# Chapter 15's explorer (tests/test_live_browser_digits.py draws into it on the website).
+DIGITS_NOTEBOOK = nbformat.v4.new_notebook(
+    cells=[
+        nbformat.v4.new_code_cell("from attnbook.widgets.live import digits_live"),
+        nbformat.v4.new_code_cell("digits_live()"),
+    ],
+    metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+)
 
 
 def _dates_notebook():
@@ -59,6 +68,7 @@ def lab():
                 "live.ipynb": notebook,
                 "live_lm.ipynb": _lm_notebook(),
                 "dates.ipynb": _dates_notebook(),
+                "digits.ipynb": DIGITS_NOTEBOOK,
             },
             disabled_extensions=("jupyterlab-myst",),
         ) as (base, _),
@@ -149,6 +159,41 @@ def test_lm_live_explorer_answers_a_typed_prompt_in_jupyterlab(lab):
         check_lm(shown, weights, arch)
         shown = type_prompt(page, "naïve")
         assert shown["noteShown"] and "“ï”" in shown["note"]
+        assert notebook.widget_errors() == []
+    assert offline.blocked == [], f"requests to other hosts: {offline.blocked}"
+    assert offline.errors == [], f"console errors: {offline.errors}"
+
+
+# ---- chapter 15's explorer (digits) ----
+
+
+def test_live_digit_explorer_answers_a_drawing_in_jupyterlab(lab):
+    from attnbook.widgets.live.digits import load_chapter_weights as digits_weights
+    from tests.test_live_browser_digits import (
+        HOST,
+        check_against_pytorch,
+        result,
+        stroke_with_mouse,
+    )
+
+    base, browser = lab
+    weights, arch, extras = digits_weights()
+    with Offline(browser, viewport={"width": 1400, "height": 1000}) as offline:
+        notebook = LabNotebook(offline, base, "digits.ipynb")
+        notebook.run_all()
+        page = offline.page
+        page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
+        assert notebook.widget_errors() == [] and notebook.cell_errors() == []
+        page.locator(f"{HOST} canvas").first.scroll_into_view_if_needed()
+        page.locator(f"{HOST} button").click()  # clear: the blank-grid note
+        assert result(page)["noteShown"]
+        stroke = [(1, 3), (2, 3), (3, 3), (4, 3), (5, 3), (6, 3)]
+        stroke_with_mouse(page, stroke)
+        shown = result(page)
+        assert {divmod(i, 8) for i, v in enumerate(shown["pixels"]) if v} == set(stroke)
+        check_against_pytorch(shown, weights, arch, extras["mean_image"])
+        page.locator(f"{HOST} select").nth(2).select_option("mean image")
+        check_against_pytorch(result(page), weights, arch, extras["mean_image"])
         assert notebook.widget_errors() == []
     assert offline.blocked == [], f"requests to other hosts: {offline.blocked}"
     assert offline.errors == [], f"console errors: {offline.errors}"

@@ -1,4 +1,4 @@
-"""Export chapter 11's model for its live explorer, and the fixtures of the JavaScript tests.
+"""Export the live explorers' models (chapters 10, 11, 13, 15) and the fixtures of the JavaScript tests.
 
 ``python tools/live_export.py weights`` trains the model as chapter 11 does
 (``attnbook.widgets.live._pack.chapter_model``: seed 0, 250 steps, about 5 s on
@@ -20,7 +20,13 @@ own operations (float16 decoding, layer norm, masked softmax). The node tests
 ``lm.load_checkpoint()``, which already stores float16; and
 ``tests/live/fixtures/lm.json``, ``runtime_lm.json``).
 
-``make live-weights`` runs all four.
+``digits-weights`` and ``digits-fixtures`` do the same for chapter 15's
+explorer (the tiny ViT trained as chapter 15 trains seed 0, about 10 s on one
+thread, with the mean training image and one test image per digit; PyTorch's
+logits, attention, rollout and occlusion on a blank, a saturated, a test and a
+scribbled image, under both fills).
+
+``make live-weights`` runs every step.
 """
 
 from __future__ import annotations
@@ -400,6 +406,103 @@ def export_lm_fixtures() -> None:
     print(f"wrote {len(cases)} cases, {len(sampled)} sampled, {len(filters)} filters to lm.json")
 
 
+# ---- chapter 15's explorer (digits): `digits-weights`, `digits-fixtures` ----
+
+
+def export_digits_weights() -> None:
+    from attnbook.digits import load_digits_split
+    from attnbook.widgets.live import _pack_digits
+    from attnbook.widgets.live.digits import ARCH_FILE as DIGITS_ARCH
+    from attnbook.widgets.live.digits import WEIGHTS_FILE as DIGITS_WEIGHTS
+
+    weights, arch = _pack_digits.pack_vit(_pack_digits.chapter_model())
+    data = load_digits_split()
+    arch.update(_pack_digits.chapter_extras(data.X_train, data.X_test, data.y_test))
+    arch["source"] = (
+        "chapter 15 (book/vision-transformer.ipynb): build_vit(0) trained with "
+        "vit_study.SETTING, seed 0 (make vit-sweep's seed 0)"
+    )
+    (LIVE / DIGITS_WEIGHTS).write_bytes(weights)
+    (LIVE / DIGITS_ARCH).write_text(json.dumps(arch, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {DIGITS_WEIGHTS} ({len(weights)} bytes) and {DIGITS_ARCH}")
+
+
+def export_digits_fixtures() -> None:
+    from attnbook.widgets.live import digits as live_digits
+
+    weights, arch, extras = live_digits.load_chapter_weights()
+    cases = []
+    for name, pixels in live_digits.fixture_images(extras).items():
+        for fill in live_digits.FILLS:
+            out = live_digits.run(weights, arch, pixels, live_digits.fill_image(fill, extras))
+            cases.append(
+                {
+                    "name": name,
+                    "fill": fill,
+                    "pixels": pixels,
+                    "logits": _short(out["logits"]),
+                    "probs": _short(out["probs"]),
+                    "predicted": out["predicted"],
+                    "attention": [[_short(h) for h in block] for block in out["attention"]],
+                    "raw": _short(out["raw"]),
+                    "rollout": _short(out["rollout"]),
+                    "occlusion": _short(out["occlusion"]),
+                }
+            )
+    out = {"weights": live_digits.WEIGHTS_FILE, "arch": live_digits.ARCH_FILE, "cases": cases}
+    (FIXTURES / "digits.json").write_text(json.dumps(out) + "\n", encoding="utf-8")
+
+    # The runtime's new operations on their own, against PyTorch.
+    from attnbook.explain import attention_rollout, cls_attention
+    from attnbook.multihead import MultiHeadAttention
+    from attnbook.patches import patchify
+
+    g = torch.Generator().manual_seed(5)
+    image = torch.randn(2, 6, 4, generator=g)
+    torch.manual_seed(5)
+    mha = MultiHeadAttention(8, 2, bias=True).eval()
+    x = torch.randn(1, 5, 8, generator=g)
+    with torch.no_grad():
+        attended = mha(x, x, x)
+    weights4 = torch.softmax(torch.randn(2, 1, 3, 5, 5, generator=g) * 2, -1)
+    relu_in = torch.randn(12, generator=g)
+    runtime = {
+        "relu": {"x": relu_in.tolist(), "expected": torch.relu(relu_in).tolist()},
+        "patchify": {
+            "pixels": image.flatten().tolist(),
+            "channels": 2,
+            "height": 6,
+            "width": 4,
+            "p": 2,
+            "expected": patchify(image[None], 2).flatten().tolist(),
+        },
+        "attention": {
+            "x": x.flatten().tolist(),
+            "n": 5,
+            "width": 8,
+            "heads": 2,
+            **{
+                key: getattr(mha, f"W_{key}").weight.detach().flatten().tolist()
+                for key in ("q", "k", "v", "o")
+            },
+            **{
+                f"b{key}": getattr(mha, f"W_{key}").bias.detach().tolist()
+                for key in ("q", "k", "v", "o")
+            },
+            "out": attended.flatten().tolist(),
+            "weights": [w.flatten().tolist() for w in mha.attention_weights[0]],
+        },
+        "rollout": {
+            "layers": [[h.flatten().tolist() for h in layer[0]] for layer in weights4],
+            "n": 5,
+            "expected": attention_rollout(weights4)[0].flatten().tolist(),
+            "cls": cls_attention(weights4[-1])[0].tolist(),
+        },
+    }
+    (FIXTURES / "runtime_digits.json").write_text(json.dumps(runtime) + "\n", encoding="utf-8")
+    print(f"wrote {len(cases)} cases to {FIXTURES / 'digits.json'} and runtime_digits.json")
+
+
 if __name__ == "__main__":
     what = sys.argv[1:] or ["weights", "fixtures"]
     steps = {
@@ -409,6 +512,8 @@ if __name__ == "__main__":
         "dates-fixtures": export_dates_fixtures,
         "lm-weights": export_lm_weights,
         "lm-fixtures": export_lm_fixtures,
+        "digits-weights": export_digits_weights,
+        "digits-fixtures": export_digits_fixtures,
     }
     for step in what:
         steps[step]()

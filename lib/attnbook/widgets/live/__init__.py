@@ -23,11 +23,14 @@ from ._pack import find_heads, pack_attention_only, unpack_attention_only
 from ._pack_dates import pack_gru_seq2seq, unpack_gru_seq2seq
 from ._source import module_source, read_source
 from .dates import DatesLive, dates_live
+from .digits import DigitsLive, digits_live
 from .induction import InductionLive, induction_live, load_chapter_weights
 from .lm import LMLive, lm_live, load_lm_weights
 
 __all__ = [
     "DatesLive",
+    "DigitsLive",
+    "digits_live",
     "InductionLive",
     "dates_live",
     "LMLive",

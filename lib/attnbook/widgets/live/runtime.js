@@ -337,3 +337,115 @@ export function seededRandom(seed) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+// ---- for chapter 15's explorer (digits) ----
+
+// max(0, x), elementwise, into a new array (PyTorch's torch.relu).
+export function relu(x) {
+  const out = new Float64Array(x.length);
+  for (let i = 0; i < x.length; i++) out[i] = x[i] > 0 ? x[i] : 0;
+  return out;
+}
+
+// An image (channels, height, width), flat, cut into p x p patches as
+// attnbook.patches.patchify cuts it: patches row by row, each patch's
+// features in the order (channel, row in the patch, column in the patch).
+// Returns (patches, channels * p * p).
+export function patchify(pixels, channels, height, width, p) {
+  if (height % p || width % p) throw new RangeError(`patchify: ${height}x${width} is not a multiple of ${p}`);
+  if (pixels.length !== channels * height * width) {
+    throw new RangeError(`patchify: ${pixels.length} pixels for a ${channels}x${height}x${width} image`);
+  }
+  const rows = height / p;
+  const cols = width / p;
+  const size = channels * p * p;
+  const out = new Float64Array(rows * cols * size);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      let at = (r * cols + c) * size;
+      for (let ch = 0; ch < channels; ch++) {
+        for (let i = 0; i < p; i++) {
+          for (let j = 0; j < p; j++) out[at++] = pixels[(ch * height + r * p + i) * width + c * p + j];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Multi-head self-attention with biases on the four projections (as
+// attnbook.multihead.MultiHeadAttention(bias=True)): W holds q, k, v, o
+// (width, width) and bq, bk, bv, bo (width). Only the first `queries` rows of
+// x ask (all n by default; 1 for the [CLS] row alone), every row is a key.
+// Returns {out: (queries, width), weights: [per head (queries, n)]}.
+export function biasedSelfAttention(x, n, width, heads, W, queries = n) {
+  const size = width / heads;
+  const q = linear(x, queries, width, W.q, width, W.bq);
+  const k = linear(x, n, width, W.k, width, W.bk);
+  const v = linear(x, n, width, W.v, width, W.bv);
+  const scale = 1 / Math.sqrt(size);
+  const mixed = new Float64Array(queries * width);
+  const weights = [];
+  const scores = new Float64Array(queries * n);
+  for (let h = 0; h < heads; h++) {
+    const first = h * size;
+    for (let i = 0; i < queries; i++) {
+      for (let j = 0; j < n; j++) {
+        let dot = 0;
+        for (let d = 0; d < size; d++) dot += q[i * width + first + d] * k[j * width + first + d];
+        scores[i * n + j] = dot * scale;
+      }
+    }
+    const w = maskedSoftmax(scores, queries, n);
+    weights.push(w);
+    for (let i = 0; i < queries; i++) {
+      for (let j = 0; j < n; j++) {
+        const a = w[i * n + j];
+        for (let d = 0; d < size; d++) mixed[i * width + first + d] += a * v[j * width + first + d];
+      }
+    }
+  }
+  return { out: linear(mixed, queries, width, W.o, width, W.bo), weights };
+}
+
+// Attention rollout (attnbook.explain.attention_rollout): for each block,
+// first block first, the heads' (n, n) weights averaged, plus the identity,
+// rows renormalised; the blocks chained, later blocks on the left.
+// layers: [block][head] (n, n). Returns R (n, n).
+export function attentionRollout(layers, n) {
+  let rollout = null;
+  for (const heads of layers) {
+    const A = new Float64Array(n * n);
+    for (const w of heads) for (let i = 0; i < n * n; i++) A[i] += w[i] / heads.length;
+    for (let i = 0; i < n; i++) {
+      A[i * n + i] += 1;
+      let sum = 0;
+      for (let j = 0; j < n; j++) sum += A[i * n + j];
+      for (let j = 0; j < n; j++) A[i * n + j] /= sum;
+    }
+    if (rollout === null) rollout = A;
+    else {
+      const next = new Float64Array(n * n);
+      for (let i = 0; i < n; i++) {
+        for (let k = 0; k < n; k++) {
+          const a = A[i * n + k];
+          for (let j = 0; j < n; j++) next[i * n + j] += a * rollout[k * n + j];
+        }
+      }
+      rollout = next;
+    }
+  }
+  return rollout;
+}
+
+// How the [CLS] query (row 0) of one block weighs tokens 1..n-1
+// (attnbook.explain.cls_attention): row 0 averaged over the heads, [CLS]'s
+// weight on itself left out, renormalised to sum to 1. heads: [head] (rows, n).
+export function clsAttention(heads, n) {
+  const out = new Float64Array(n - 1);
+  for (const w of heads) for (let j = 1; j < n; j++) out[j - 1] += w[j] / heads.length;
+  let sum = 0;
+  for (let j = 0; j < n - 1; j++) sum += out[j];
+  for (let j = 0; j < n - 1; j++) out[j] /= sum;
+  return out;
+}

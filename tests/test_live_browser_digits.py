@@ -1,0 +1,281 @@
+"""The live explorer of chapter 15 in headless Chromium, offline: a digit drawn into
+the page (mouse, keyboard, a finger on a 390 px phone, a test image picked),
+read back from the page's data attributes, equals PyTorch's numbers on the same
+weights: logits, raw attention, rollout and occlusion under both fills.
+
+Runs on a page holding only the explorer's fragment (no site needed) and on the
+built chapter page (`make book`). Every request that is not to the local test
+server is aborted and recorded (tools.browser.Offline); so are console errors.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from attnbook.widgets import live
+from attnbook.widgets.live.digits import fill_image, run, unpack_state_weights
+from tools.browser import Offline
+from tools.site import page_weight, require_site, serve
+
+LIVE_PAGE = "book/vision-transformer.html"
+HOST = ".attnbook-live-digits"
+
+
+def result(page) -> dict:
+    """The numbers and notes the explorer shows now."""
+    return page.evaluate(
+        """() => {
+            const host = document.querySelector('.attnbook-live-digits');
+            const ds = host.querySelector('.attnbook-live-result').dataset;
+            const note = host.querySelector('.attnbook-live-note');
+            const status = host.querySelector('[role=status]');
+            const out = {updates: Number(ds.updates), fill: ds.fill, predicted: Number(ds.predicted),
+                         note: note.hidden ? '' : note.textContent,
+                         noteShown: !note.hidden && note.getBoundingClientRect().height > 0,
+                         status: status.textContent, computeMs: Number(ds.computeMs)};
+            for (const key of ['pixels', 'logits', 'probs', 'raw', 'rollout', 'occlusion']) {
+                out[key] = JSON.parse(ds[key]);
+            }
+            return out;
+        }"""
+    )
+
+
+def check_against_pytorch(shown: dict, weights: bytes, arch: dict, mean_image) -> float:
+    """Largest difference between the page's numbers and PyTorch's; asserts the tolerances."""
+    expected = run(
+        weights, arch, shown["pixels"], fill_image(shown["fill"], {"mean_image": mean_image})
+    )
+    logit_diff = float((torch.tensor(shown["logits"]) - expected["logits"]).abs().max())
+    assert logit_diff < 1e-4, f"logits differ by {logit_diff}"
+    worst = logit_diff
+    for key in ("raw", "rollout", "occlusion", "probs"):
+        diff = float((torch.tensor(shown[key]) - expected[key]).abs().max())
+        assert diff < 1e-5, f"{key} differs by {diff}"
+        worst = max(worst, diff)
+    assert shown["predicted"] == expected["predicted"]
+    return worst
+
+
+def grid_box(page) -> dict:
+    return page.locator(f"{HOST} canvas").first.bounding_box()
+
+
+def cell_centre(box: dict, i: int, j: int) -> tuple[float, float]:
+    return box["x"] + (j + 0.5) * box["width"] / 8, box["y"] + (i + 0.5) * box["height"] / 8
+
+
+def stroke_with_mouse(page, cells: list[tuple[int, int]]) -> None:
+    box = grid_box(page)
+    page.mouse.move(*cell_centre(box, *cells[0]))
+    page.mouse.down()
+    for cell in cells[1:]:
+        page.mouse.move(*cell_centre(box, *cell), steps=3)
+    page.mouse.up()
+
+
+def drive(page, weights: bytes, arch: dict, mean_image, examples) -> float:
+    page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
+    start = result(page)
+    assert start["note"] == "" and start["fill"] == "zero" and "reads a" in start["status"]
+    worst = check_against_pytorch(start, weights, arch, mean_image)
+
+    # A stroke with the mouse: every cell passed is inked, one redraw per new cell.
+    page.locator(f"{HOST} button").click()  # clear the grid
+    blank = result(page)
+    assert blank["pixels"] == [0] * 64 and blank["noteShown"] and "blank" in blank["note"]
+    worst = max(worst, check_against_pytorch(blank, weights, arch, mean_image))
+    stroke = [(1, 2), (1, 3), (1, 4), (1, 5), (2, 5), (3, 4), (4, 4), (5, 3), (6, 3)]
+    stroke_with_mouse(page, stroke)
+    drawn = result(page)
+    assert {divmod(i, 8) for i, v in enumerate(drawn["pixels"]) if v} == set(stroke)
+    assert drawn["updates"] >= blank["updates"] + len(stroke)
+    assert drawn["note"] == "" and drawn["status"] != blank["status"]
+    worst = max(worst, check_against_pytorch(drawn, weights, arch, mean_image))
+
+    # The keyboard: arrows move the focus cell, Space inks it, Enter clears it again.
+    canvas = page.locator(f"{HOST} canvas").first
+    canvas.focus()
+    for key in ("ArrowUp", "ArrowUp", "ArrowLeft"):  # from the stroke's end, (6, 3)
+        page.keyboard.press(key)
+    assert "row 4, column 2" in canvas.get_attribute("aria-label")
+    page.keyboard.press("Space")
+    keyed = result(page)
+    assert keyed["pixels"][4 * 8 + 2] == 1 and keyed["updates"] == drawn["updates"] + 1
+    worst = max(worst, check_against_pytorch(keyed, weights, arch, mean_image))
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    assert result(page)["pixels"][4 * 8 + 4] == 0  # (4, 4) was inked by the stroke: cleared
+
+    # The other fill, then a test image from the menu.
+    page.locator(f"{HOST} select").nth(2).select_option("mean image")
+    mean = result(page)
+    assert mean["fill"] == "mean image" and mean["occlusion"] != drawn["occlusion"]
+    worst = max(worst, check_against_pytorch(mean, weights, arch, mean_image))
+    page.locator(f"{HOST} select").first.select_option("3")
+    picked = result(page)
+    assert picked["pixels"] == [v / 16 for v in examples[3]["ink"]]
+    worst = max(worst, check_against_pytorch(picked, weights, arch, mean_image))
+    page.locator(f"{HOST} select").nth(2).select_option("zero")
+    return max(worst, check_against_pytorch(result(page), weights, arch, mean_image))
+
+
+@pytest.fixture(scope="module")
+def fragment_page(tmp_path_factory):
+    widget = live.digits_live()
+    folder = tmp_path_factory.mktemp("live-digits")
+    (folder / "index.html").write_text(
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width'><title>live digits</title></head>"
+        f"<body>{widget.to_html()}</body></html>",
+        encoding="utf-8",
+    )
+    return folder, widget
+
+
+def test_fragment_runs_pytorch_forward_offline(browser, fragment_page):
+    folder, widget = fragment_page
+    offline = Offline(browser, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(folder) as base:
+            offline.page.goto(f"{base}/index.html")
+            worst = drive(
+                offline.page, widget.weights, widget.arch, widget.mean_image, widget.examples
+            )
+            print(f"largest difference from PyTorch: {worst:.1e}")
+    finally:
+        offline.close()
+    assert offline.blocked == []
+    assert offline.errors == []
+
+
+def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
+    folder, _ = fragment_page
+    offline = Offline(browser, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(folder) as base:
+            page = offline.page
+            page.goto(f"{base}/index.html")
+            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
+            unlabelled = page.evaluate(
+                """() => [...document.querySelectorAll('.attnbook-live-digits select')]
+                       .filter(el => !el.labels.length).map(el => el.outerHTML)"""
+            )
+            assert unlabelled == []
+            assert page.locator(f"{HOST} [role=status]").count() == 1
+            reached = []
+            page.keyboard.press("Tab")
+            for _ in range(5):
+                reached.append(page.evaluate("document.activeElement.tagName"))
+                page.keyboard.press("Tab")
+            assert reached == ["SELECT", "BUTTON", "SELECT", "SELECT", "CANVAS"]
+            page.keyboard.press("Space")  # ink the focus cell (3, 3) from the keyboard
+            assert result(page)["pixels"][3 * 8 + 3] > 0
+    finally:
+        offline.close()
+    assert offline.errors == []
+
+
+def test_phone_draws_with_a_finger_and_fits(browser, fragment_page):
+    folder, widget = fragment_page
+    offline = Offline(
+        browser, viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True
+    )
+    try:
+        with serve(folder) as base:
+            page = offline.page
+            page.goto(f"{base}/index.html")
+            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            right = page.evaluate(
+                """() => Math.max(...[...document.querySelectorAll(
+                    '.attnbook-live-digits select, .attnbook-live-digits button, .attnbook-live-digits canvas')]
+                    .map(el => el.getBoundingClientRect().right))"""
+            )
+            assert right <= 390
+            page.locator(f"{HOST} button").tap()  # clear
+            canvas = page.locator(f"{HOST} canvas").first
+            canvas.scroll_into_view_if_needed()
+            box = grid_box(page)
+            cdp = offline.context.new_cdp_session(page)
+            path = [(2, 1), (2, 2), (2, 3), (2, 4), (2, 5), (2, 6)]
+            points = [cell_centre(box, *cell) for cell in path]
+            scroll = page.evaluate("window.scrollY")
+            cdp.send(
+                "Input.dispatchTouchEvent",
+                {"type": "touchStart", "touchPoints": [{"x": points[0][0], "y": points[0][1]}]},
+            )
+            for x, y in points[1:]:
+                cdp.send(
+                    "Input.dispatchTouchEvent",
+                    {"type": "touchMove", "touchPoints": [{"x": x, "y": y}]},
+                )
+            cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+            shown = result(page)
+            assert {divmod(i, 8) for i, v in enumerate(shown["pixels"]) if v} == set(path)
+            assert page.evaluate("window.scrollY") == scroll  # the finger drew, it did not scroll
+            check_against_pytorch(shown, widget.weights, widget.arch, widget.mean_image)
+    finally:
+        offline.close()
+    assert offline.errors == []
+
+
+def test_fragment_shows_stored_picture_without_javascript(browser, fragment_page):
+    folder, widget = fragment_page
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        with serve(folder) as base:
+            page.goto(f"{base}/index.html")
+            img = page.locator(".attnbook-live-fallback")
+            assert img.is_visible()
+            assert img.evaluate("el => el.naturalWidth") > 400
+            assert img.get_attribute("alt") == widget.summary()
+            assert page.locator(HOST).count() == 0
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_fragment_passes_axe_with_a_note_shown(browser, fragment_page, scheme):
+    from tests.test_reading import blocking_violations
+
+    folder, _ = fragment_page
+    offline = Offline(browser, color_scheme=scheme, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(folder) as base:
+            page = offline.page
+            page.goto(f"{base}/index.html")
+            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
+            page.locator(f"{HOST} button").click()  # a blank grid: the note shows
+            assert result(page)["noteShown"]
+            assert blocking_violations(page) == []
+    finally:
+        offline.close()
+    assert offline.errors == []
+
+
+def test_built_page_runs_the_chapter_model_offline(browser):
+    site = require_site()
+    path = site / LIVE_PAGE
+    assert page_weight(path) <= 1024 * 1024
+    html = path.read_text(encoding="utf-8")
+    marker = 'class="attnbook-live-state">'
+    starts = [i for i in range(len(html)) if html.startswith(marker, i)]
+    states = [json.loads(html[i + len(marker) : html.index("</script>", i)]) for i in starts]
+    state = next(s for s in states if s.get("arch", {}).get("model") == "tiny-vit")
+    weights = unpack_state_weights(state["weights"])
+    offline = Offline(browser, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(site) as base:
+            offline.page.goto(f"{base}/{LIVE_PAGE}", wait_until="load")
+            offline.page.locator(HOST).scroll_into_view_if_needed()
+            drive(offline.page, weights, state["arch"], state["mean_image"], state["examples"])
+    finally:
+        offline.close()
+    assert offline.blocked == []
+    assert offline.errors == []
