@@ -52,7 +52,7 @@ help:
 	@echo "make seq2seq-runs   retrain chapter 13's seed sweeps (lib/attnbook/seq2seq_data/runs.json)"
 	@echo "make positions-sweep  re-measure chapter 14's table (lib/attnbook/positions_data/sweep.json)"
 	@echo "make vit-sweep  retrain chapter 15's ViT over 8 seeds (lib/attnbook/vit_data/sweep.json)"
-	@echo "make live-weights  re-export chapter 11's live explorer weights and the JS test fixtures"
+	@echo "make live-weights  re-export the live explorers' weights (chapters 10, 11, 13, 15) and the JS test fixtures"
 	@echo "make test-live-js  the live explorers' JavaScript against PyTorch's fixtures (node --test)"
 
 # .venv holds exactly what the lock lists (tests/test_lock.py checks it): it is
@@ -304,12 +304,12 @@ positions-sweep: $(STAMP)
 vit-sweep: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/vit_sweep.py
 
-# The live explorers of chapters 11 and 15: their models' float16 weights
-# (trained as the chapter trains it, a few seconds on one thread) and the fixtures of the
-# JavaScript tests, computed by PyTorch on those weights.
-# Chapter 13's explorer (dates): its two GRU models' weights (seed 0, as the
-# chapter and `make seq2seq-runs` train them, about 35 s on one thread) and fixtures.
-# Chapter 10's explorer (lm): packed from the shipped checkpoint, and fixtures.
+# The live explorers' weights and the fixtures of their JavaScript tests,
+# computed by PyTorch on those weights: chapter 11's model and chapter 15's
+# ViT trained as the chapters train seed 0 (a few seconds each on one thread),
+# chapter 13's two GRU date models (seed 0, as the chapter and
+# `make seq2seq-runs` train them, about 35 s), chapter 10's packed from the
+# shipped checkpoint.
 live-weights: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py weights fixtures dates-weights dates-fixtures
 	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py lm-weights lm-fixtures
