@@ -128,6 +128,9 @@ def drive(page, weights: bytes, arch: dict) -> None:
     check_against_pytorch(shown, weights, arch)
     shown = set_control(page, "topk", 5)
     assert sum(p > 0 for p in shown["probs"]) == 5 and "keeps 5 characters" in shown["status"]
+    shown = set_control(page, "topk", "")  # an empty box: no top-k, not k = 1
+    assert shown["settings"]["topK"] is None and all(p > 0 for p in shown["probs"])
+    shown = set_control(page, "topk", 5)
     shown = set_control(page, "topp", 0.6)
     check_against_pytorch(shown, weights, arch)
     set_control(page, "block", 1)
@@ -150,6 +153,10 @@ def drive(page, weights: bytes, arch: dict) -> None:
     assert shown["noteShown"] and "“é”" in shown["note"] and "“—”" in shown["note"]
     assert shown["ids"] == [arch["chars"].index(c) for c in "caf  ok"]
     check_against_pytorch(shown, weights, arch)
+    page.locator(".attnbook-live-lm textarea").fill("cafe\u0301\tok")  # NFC: one "é"; a tab
+    shown = result(page)
+    assert "“é”" in shown["note"] and "U+0009" in shown["note"] and "U+0301" not in shown["note"]
+    assert shown["ids"] == [arch["chars"].index(c) for c in "cafok"]
     shown = type_into(page, "éé")
     assert shown["ids"] == [] and shown["noteShown"] and "at least one character" in shown["note"]
     assert shown["logits"] == [] and shown["status"] == "No prompt: nothing to show."
@@ -317,6 +324,7 @@ def test_fragment_passes_axe_with_a_note_shown(browser, fragment_page, scheme):
             page.goto(f"{base}/index.html")
             page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
             assert type_into(page, "naïve")["noteShown"]
+            assert page.locator(".attnbook-live-note").get_attribute("aria-live") == "polite"
             assert blocking_violations(page) == []
     finally:
         offline.close()

@@ -90,6 +90,14 @@ def test_encode_prompt_reads_like_the_page():
     assert encode_prompt("", chars, 4) == {"ids": [], "unknown": [], "dropped": 0}
 
 
+def test_encode_prompt_reads_the_composed_form_as_the_page_does():
+    # "e" + a combining acute accent (U+0301) is one "é", as String.normalize("NFC") reads it
+    chars = "\n abcef"
+    expected = {"ids": [4, 2, 1], "unknown": ["\u00e9"], "dropped": 0}
+    assert encode_prompt("ce\u0301a ", chars, 10) == expected
+    assert encode_prompt("c\u00e9a ", chars, 10) == expected
+
+
 def test_seeded_uniforms_lie_in_the_half_open_unit_interval():
     u = seeded_uniforms(0, 1000)
     assert all(0 < x <= 1 for x in u) and len(set(u)) == 1000

@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import {
-  continueFrom, drawToken, encodePrompt, forward, loadTinyLM, newCache, nextTokenProbs, step,
+  continueFrom, describeChar, drawToken, encodePrompt, forward, loadTinyLM, newCache, nextTokenProbs, readTopK, step,
 } from "../../lib/attnbook/widgets/live/lm.js";
 
 const here = (path) => new URL(path, import.meta.url);
@@ -39,6 +39,36 @@ test("the fixtures cover the empty prompt, unknown characters, the longest and b
   assert.ok(byName["beyond the context"].dropped > 0);
   assert.ok(byName.unknown.unknown.length >= 4);
   assert.deepEqual(fixture.arch, Object.fromEntries(Object.entries(arch).filter(([k]) => k !== "source")));
+});
+
+test("a prompt is read in composed form (NFC), as encode_prompt reads it", () => {
+  // "e" + a combining acute accent is one "é" (not in the vocabulary), not an "e" and a lone accent
+  const decomposed = encodePrompt("cafe\u0301 ", arch.chars, arch.max_len);
+  assert.deepEqual(decomposed, encodePrompt("caf\u00e9 ", arch.chars, arch.max_len));
+  assert.deepEqual(decomposed.unknown, ["\u00e9"]);
+  assert.deepEqual(decomposed.ids, Array.from("caf ", (c) => arch.chars.indexOf(c)));
+});
+
+test("the note names a non-printing character by its code point", () => {
+  assert.equal(describeChar("\t"), "the invisible character U+0009");
+  assert.equal(describeChar("\u0301"), "the invisible character U+0301");
+  assert.equal(describeChar("\u200b"), "the invisible character U+200B");
+  assert.equal(describeChar("\u00a0"), "the invisible character U+00A0");
+  assert.equal(describeChar(" "), "a space");
+  assert.equal(describeChar("\n"), "a line break");
+  assert.equal(describeChar("\u00e9"), "“\u00e9”");
+  assert.equal(describeChar("—"), "“—”");
+});
+
+test("an empty top-k box means no top-k (k = the vocabulary), not k = 1", () => {
+  assert.equal(readTopK("", V), null);
+  assert.equal(readTopK("  ", V), null);
+  assert.equal(readTopK(String(V), V), null);
+  assert.equal(readTopK(String(V + 5), V), null);
+  assert.equal(readTopK("5", V), 5);
+  assert.equal(readTopK("4.6", V), 5);
+  assert.equal(readTopK("0", V), 1);
+  assert.equal(readTopK("-3", V), 1);
 });
 
 for (const c of fixture.cases) {

@@ -133,19 +133,32 @@ export function forward(net, ids) {
 
 // ---------------------------------------------------------------- the prompt
 
-// Text -> {ids, unknown, dropped}: each character's id in `chars`; a character
-// outside them is left out and listed once in `unknown`; of a longer prompt
-// only the last maxLen characters are kept and `dropped` counts the others.
+// Text -> {ids, unknown, dropped}: the text in Unicode's composed form (NFC:
+// "e" followed by a combining acute accent reads as one "é"), then each
+// character's id in `chars`; a character outside them is left out and listed
+// once in `unknown`; of a longer prompt only the last maxLen characters are
+// kept and `dropped` counts the others.
 export function encodePrompt(text, chars, maxLen) {
   const index = new Map(Array.from(chars, (c, i) => [c, i]));
   const ids = [];
   const unknown = [];
-  for (const c of String(text)) {
+  for (const c of String(text).normalize("NFC")) {
     if (index.has(c)) ids.push(index.get(c));
     else if (!unknown.includes(c)) unknown.push(c);
   }
   const dropped = Math.max(0, ids.length - maxLen);
   return { ids: dropped ? ids.slice(dropped) : ids, unknown, dropped };
+}
+
+// The top-k box's value -> k, or null for no top-k: an empty box, or k at
+// least the vocabulary's size V, keeps every character; otherwise the value
+// rounded, at least 1.
+export function readTopK(value, V) {
+  if (String(value).trim() === "") return null;
+  let k = Math.round(Number(value));
+  if (Number.isNaN(k)) return null;
+  if (k < 1) k = 1;
+  return k >= V ? null : k;
 }
 
 // ---------------------------------------------------------------- sampling
@@ -247,9 +260,12 @@ function blue(w) {
 
 let counter = 0;
 
-function describeChar(c) {
+// A character in a sentence: a name for blanks, and a non-printing one (a
+// tab, a lone combining accent, a zero-width space) by its code point.
+export function describeChar(c) {
   if (c === " ") return "a space";
   if (c === "\n") return "a line break";
+  if (/^[\p{C}\p{Z}\p{M}]$/u.test(c)) return `the invisible character U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
   return `“${c}”`;
 }
 
@@ -273,7 +289,7 @@ export function render({ model, el }) {
   const fieldLabel = element("label", { htmlFor: field.id }, "Your prompt");
   const temp = control("input", { name: "temperature", type: "range", min: 0.05, max: 3, step: 0.01, value: 1, style: "width:8em" }, "temperature T");
   const tempOut = element("output", { htmlFor: temp.input.id }, "1.00");
-  const topK = control("input", { name: "topk", type: "number", min: 1, max: 1, step: 1, value: 1, style: "width:4em" }, "top-k");
+  const topK = control("input", { name: "topk", type: "number", min: 1, max: 1, step: 1, value: 1, style: "width:4em" }, "top-k (empty: off)");
   const topP = control("input", { name: "topp", type: "range", min: 0.01, max: 1, step: 0.01, value: 1, style: "width:8em" }, "top-p");
   const topPOut = element("output", { htmlFor: topP.input.id }, "1.00");
   const block = control("select", { name: "block" }, "block");
@@ -285,7 +301,7 @@ export function render({ model, el }) {
   const controls = element("div", { style: "display:flex;flex-wrap:wrap;gap:0.4em 1.2em;align-items:center;font-size:0.9em" },
     group(temp.label, temp.input, tempOut), group(topK.label, topK.input), group(topP.label, topP.input, topPOut),
     group(block.label, block.input, head.label, head.input), group(mode.label, mode.input, seed.label, seed.input));
-  const note = element("p", { className: "attnbook-live-note", hidden: true, style: "margin:0.3em 0;padding:0.3em 0.5em;border-left:4px solid #e6550d;background:#fff5eb;color:#5a2d0c" });
+  const note = element("p", { className: "attnbook-live-note", hidden: true, "aria-live": "polite", style: "margin:0.3em 0;padding:0.3em 0.5em;border-left:4px solid #e6550d;background:#fff5eb;color:#5a2d0c" });
 
   // The next-character table: the SHOWN likeliest characters after filtering.
   const table = element("table", { className: "attnbook-live-next", style: "border-collapse:collapse;font-size:0.85em" });
@@ -367,13 +383,10 @@ export function render({ model, el }) {
 
   function settings() {
     const V = arch.vocab_size;
-    let k = Math.round(Number(topK.input.value));
-    if (!Number.isFinite(k) || k < 1) k = 1;
-    if (k > V) k = V;
     const p = Number(topP.input.value);
     return {
       temperature: Number(temp.input.value),
-      topK: k >= V ? null : k,
+      topK: readTopK(topK.input.value, V),
       topP: p >= 1 ? null : p,
       greedy: mode.input.value !== "sample",
       seed: Math.max(0, Math.floor(Number(seed.input.value) || 0)),

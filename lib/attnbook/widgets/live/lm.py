@@ -30,6 +30,7 @@ import io
 import json
 import math
 import numbers
+import unicodedata
 from importlib import resources
 
 import anywidget
@@ -66,12 +67,13 @@ def load_lm_weights() -> tuple[bytes, dict]:
 
 
 def encode_prompt(text: str, chars: str, max_len: int) -> dict:
-    """The same reading of the text box as ``encodePrompt`` in lm.js: ``ids`` of the
-    known characters (the last ``max_len``), ``unknown`` (each unknown character
-    once, in order) and ``dropped`` (known characters before the last ``max_len``)."""
+    """The same reading of the text box as ``encodePrompt`` in lm.js: the text in
+    Unicode's composed form (NFC), then ``ids`` of the known characters (the last
+    ``max_len``), ``unknown`` (each unknown character once, in order) and
+    ``dropped`` (known characters before the last ``max_len``)."""
     index = {c: i for i, c in enumerate(chars)}
     ids, unknown = [], []
-    for c in str(text):
+    for c in unicodedata.normalize("NFC", str(text)):
         if c in index:
             ids.append(index[c])
         elif c not in unknown:
