@@ -140,6 +140,12 @@ def test_arch_carries_the_training_years_and_longest_date():
         _, arch = load_chapter_weights(kind)
         assert arch["years"] == [dates.FIRST_DATE.year, dates.LAST_DATE.year] == [1950, 2049]
         assert arch["longest_training"] == _pack_dates.longest_training() == 21
+        # dates.json is what pack_gru_seq2seq writes for the shipped weights.
+        weights, arch = load_chapter_weights(kind)
+        repacked, fresh = _pack_dates.pack_gru_seq2seq(
+            _pack_dates.unpack_gru_seq2seq(weights, arch)
+        )
+        assert repacked == weights and fresh == {k: v for k, v in arch.items() if k != "source"}
 
 
 def test_read_source_reads_nfc():
