@@ -115,6 +115,17 @@ def drive(page, state: dict) -> float:
     shown = type_into(page, "Wednesday 23 September 1998 or Thursday 24 September")
     assert len(shown["text"]) == 40 and "at most 40" in shown["note"]
     worst = max(worst, check_against_pytorch(shown, state))
+    assert "the longest training date has 21" in shown["note"]
+    # A space too many: a spelling of a training date, and both answers marked.
+    shown = type_into(page, "3 March 1999 ")
+    assert shown["reason"] == "spelling" and all("(right)" in a for a in shown["answers"])
+    worst = max(worst, check_against_pytorch(shown, state))
+    # A tab is named by its code point (fill: typing a Tab would move the focus).
+    page.locator(f"{HOST} input[type=text]").fill("3\tMarch 1999")
+    shown = result(page)
+    assert shown["text"] == "3March 1999" and "U+0009" in shown["note"]
+    note = page.locator(f"{HOST} .attnbook-live-note")
+    assert note.get_attribute("aria-live") == "polite"
 
     # A suggestion button types its date.
     page.locator(f"{HOST} button", has_text="march 3rd 99").click()

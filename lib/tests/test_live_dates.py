@@ -101,12 +101,60 @@ def test_read_source_keeps_the_vocabulary_and_max_len():
         ("05 November 2026", "long", "spelling"),
         ("1999/3/3", None, "format"),
         ("march 3rd 99", None, "format"),
-        ("25 november 2026", None, "format"),
+        ("25 november 2026", "long", "spelling"),
+        ("Nov 25, 2026", "short", "spelling"),
+        ("WEDNESDAY 25 nov 2026", "weekday", "spelling"),
+        ("monday 25 Nov 2026", "weekday", "weekday"),
+        ("3 March 1999 ", "long", "spelling"),
+        (" 3 March 1999", "long", "spelling"),
+        ("3  March 1999", "long", "spelling"),
+        ("  3 March   2077 ", "long", "range"),
+        ("3March 1999", None, "format"),
     ],
 )
 def test_training_format(text, fmt, reason):
     verdict = _pack_dates.training_format(text)
     assert (verdict["format"], verdict["reason"]) == (fmt, reason)
+
+
+def test_spaces_and_case_give_the_spelling_verdict_with_the_date():
+    """Both models read "3 March 1999 " as 1999-03-03: the verdict names the date
+    (so the page marks the answers) and how the training data write it."""
+    for text in ("3 March 1999 ", " 3 March 1999", "3  March 1999", "3 march 1999"):
+        assert _pack_dates.training_format(text) == {
+            "format": "long",
+            "date": "1999-03-03",
+            "reason": "spelling",
+            "written": "3 March 1999",
+        }
+    # ASCII case only: the Kelvin sign is no "k", the long s no "s".
+    assert _pack_dates.training_format("Wednesday 25 Nov 2026".replace("s", "\u017f"))[
+        "reason"
+    ] == ("format")
+    with pytest.raises(TypeError, match="text must be a string"):
+        _pack_dates.training_format(None)
+
+
+def test_arch_carries_the_training_years_and_longest_date():
+    for kind in _pack_dates.CHAPTER_SETUP:
+        _, arch = load_chapter_weights(kind)
+        assert arch["years"] == [dates.FIRST_DATE.year, dates.LAST_DATE.year] == [1950, 2049]
+        assert arch["longest_training"] == _pack_dates.longest_training() == 21
+        # dates.json is what pack_gru_seq2seq writes for the shipped weights.
+        weights, arch = load_chapter_weights(kind)
+        repacked, fresh = _pack_dates.pack_gru_seq2seq(
+            _pack_dates.unpack_gru_seq2seq(weights, arch)
+        )
+        assert repacked == weights and fresh == {k: v for k, v in arch.items() if k != "source"}
+
+
+def test_read_source_reads_nfc():
+    # "e" + combining acute is one "é" (not in the vocabulary): left out whole.
+    assert _pack_dates.read_source("3 Marche\u0301 1999") == {
+        "text": "3 March 1999",
+        "unknown": ["\u00e9"],
+        "dropped": 0,
+    }
 
 
 def test_every_training_format_of_every_test_date_is_recognised():

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { answerText, forward, loadGruSeq2Seq, readSource, trainingFormat, verdictText } from "../../lib/attnbook/widgets/live/dates.js";
+import { answerText, characterName, forward, loadGruSeq2Seq, readSource, trainingFormat, verdictText } from "../../lib/attnbook/widgets/live/dates.js";
 
 const here = (path) => new URL(path, import.meta.url);
 const fixture = JSON.parse(readFileSync(here("./fixtures/dates.json")));
@@ -44,8 +44,9 @@ for (const c of fixture.cases) {
   test(`input "${c.name}": read and judged as Python does; answers, logits and weights as PyTorch's`, () => {
     const read = readSource(c.input, archs.attention.source_symbols, archs.attention.max_len);
     assert.deepEqual(read, { text: c.text, unknown: c.unknown, dropped: c.dropped });
-    assert.deepEqual(trainingFormat(c.text), { format: c.format, date: c.date, reason: c.reason, written: c.written });
-    assert.ok(verdictText(c.text, trainingFormat(c.text)).length > 20);
+    const years = archs.attention.years;
+    assert.deepEqual(trainingFormat(c.text, years), { format: c.format, date: c.date, reason: c.reason, written: c.written });
+    assert.ok(verdictText(c.text, trainingFormat(c.text, years), years).length > 20);
     const ids = Array.from(c.text).map((ch) => archs.attention.source_symbols.indexOf(ch));
     for (const kind of Object.keys(files)) {
       const expected = c[kind];
@@ -71,15 +72,51 @@ for (const c of fixture.cases) {
 }
 
 test("the verdicts say in plain words what is outside the training data", () => {
-  assert.match(verdictText("3 March 1999", trainingFormat("3 March 1999")), /right answer is 1999-03-03/);
-  assert.match(verdictText("1999/3/3", trainingFormat("1999/3/3")), /^Outside the training formats/);
-  assert.match(verdictText("3 March 2077", trainingFormat("3 March 2077")), /outside the years 1950-2049/);
-  assert.match(verdictText("31/02/99", trainingFormat("31/02/99")), /no real day/);
-  assert.match(verdictText("Monday 3 Mar 1999", trainingFormat("Monday 3 Mar 1999")), /weekday is wrong/);
-  assert.match(verdictText("03 March 1999", trainingFormat("03 March 1999")), /write this date “3 March 1999”/);
-  assert.equal(trainingFormat("29/02/00").reason, "ok"); // 2000 was a leap year
-  assert.equal(trainingFormat("29/02/50").reason, "no date");
-  assert.equal(trainingFormat("3 March 0000").reason, "no date");
+  const years = archs.attention.years;
+  const says = (text) => verdictText(text, trainingFormat(text, years), years);
+  assert.match(says("3 March 1999"), /right answer is 1999-03-03/);
+  assert.match(says("1999/3/3"), /^Outside the training formats/);
+  assert.match(says("3 March 2077"), /outside the years 1950-2049/);
+  assert.match(says("31/02/99"), /no real day/);
+  assert.match(says("Monday 3 Mar 1999"), /weekday is wrong/);
+  assert.match(says("03 March 1999"), /write this date “3 March 1999”/);
+  assert.equal(trainingFormat("29/02/00", years).reason, "ok"); // 2000 was a leap year
+  assert.equal(trainingFormat("29/02/50", years).reason, "no date");
+  assert.equal(trainingFormat("3 March 0000", years).reason, "no date");
+  // The years come from the arch, not from the page's code.
+  assert.equal(trainingFormat("3 March 2077", [1950, 2099]).reason, "ok");
+  assert.throws(() => trainingFormat("3 March 1999"), TypeError);
+});
+
+test("a space too many or a capital letter is a spelling of a training date, with its answer", () => {
+  const years = archs.attention.years;
+  for (const text of ["3 March 1999 ", " 3 March 1999", "3  March 1999", "3 march 1999"]) {
+    assert.deepEqual(trainingFormat(text, years), { format: "long", date: "1999-03-03", reason: "spelling", written: "3 March 1999" });
+  }
+  assert.deepEqual(trainingFormat("Nov 25, 2026", years), { format: "short", date: "2026-11-25", reason: "spelling", written: "nov 25, 2026" });
+  assert.equal(trainingFormat("WEDNESDAY 25 nov 2026", years).reason, "spelling");
+  assert.equal(trainingFormat("monday 25 Nov 2026", years).reason, "weekday");
+  assert.equal(trainingFormat("  3 March   2077 ", years).reason, "range");
+  assert.equal(trainingFormat("3March 1999", years).reason, "format");
+  // ASCII case only, as Python's re.ASCII: the long s is no "s".
+  assert.equal(trainingFormat("Wednesday 25 Nov 2026".replace("s", "\u017f"), years).reason, "format");
+  // The models read these as 1999-03-03 (test_live_dates.py); so the page marks them.
+  const read = readSource("3 March 1999 ", archs.attention.source_symbols, archs.attention.max_len);
+  assert.equal(read.text, "3 March 1999 ");
+  const out = forward(nets.attention, Array.from(read.text).map((c) => archs.attention.source_symbols.indexOf(c)));
+  assert.equal(answerText(out.tokens, archs.attention.target_symbols), "1999-03-03");
+});
+
+test("the input is read in NFC; invisible characters are named by code point", () => {
+  const { source_symbols: symbols, max_len: maxLen } = archs.attention;
+  assert.deepEqual(readSource("3 Marche\u0301 1999", symbols, maxLen), { text: "3 March 1999", unknown: ["é"], dropped: 0 });
+  assert.equal(characterName("\t"), "U+0009");
+  assert.equal(characterName("\u00a0"), "U+00A0");
+  assert.equal(characterName("\u200b"), "U+200B");
+  assert.equal(characterName("\u0301"), "U+0301");
+  assert.equal(characterName("K"), "“K”");
+  assert.equal(characterName("😀"), "“😀”");
+  assert.equal(archs.attention.longest_training, 21);
 });
 
 test("the model refuses a source outside the vocabulary or over max_len", () => {

@@ -13,7 +13,9 @@ decoding in PyTorch (logits and attention weights of every output step).
 from __future__ import annotations
 
 import datetime
+import functools
 import re
+import unicodedata
 
 import numpy as np
 import torch
@@ -33,7 +35,8 @@ from ...seq2seq import GRUSeq2Seq
 
 # Version of the byte layout; the JavaScript side refuses any other.
 FORMAT = 1
-# The longest text the page reads (the longest training date has 21 characters).
+# The longest text the page reads (the longest training date has 21 characters,
+# ``longest_training()``).
 MAX_LEN = 40
 
 # How chapter 13 (book/cross-attention.ipynb) trains the two models the page shows:
@@ -58,11 +61,21 @@ def _sizes(model: GRUSeq2Seq) -> dict:
     }
 
 
+@functools.cache
+def longest_training() -> int:
+    """The length of the longest date of the training data (any format, any day of
+    1950-2049): what the page's note on a long input quotes (arch ``longest_training``)."""
+    days = (LAST_DATE - FIRST_DATE).days + 1
+    dates = (FIRST_DATE + datetime.timedelta(days=i) for i in range(days))
+    return max(len(format_date(date, fmt)) for date in dates for fmt in FORMATS)
+
+
 def pack_gru_seq2seq(model: GRUSeq2Seq) -> tuple[bytes, dict]:
     """``(weights, arch)``: every parameter as little-endian float16, and how to read them.
 
     ``arch`` holds the sizes, the two vocabularies (``source_symbols``,
-    ``target_symbols``), ``max_len`` and ``target_length``, and ``tensors``,
+    ``target_symbols``), ``max_len`` and ``target_length``, the training data's
+    first and last year (``years``) and longest date (``longest_training``), and ``tensors``,
     a list of ``[name, shape]`` (PyTorch's parameter names) in the order of the
     bytes. The model must read and write the date vocabularies of
     :mod:`attnbook.dates`.
@@ -91,6 +104,8 @@ def pack_gru_seq2seq(model: GRUSeq2Seq) -> tuple[bytes, dict]:
         **sizes,
         "max_len": MAX_LEN,
         "target_length": TARGET_LENGTH,
+        "years": [FIRST_DATE.year, LAST_DATE.year],
+        "longest_training": longest_training(),
         "source_symbols": SOURCE_VOCAB.symbols,
         "target_symbols": TARGET_VOCAB.symbols,
         "tensors": tensors,
@@ -151,7 +166,8 @@ def chapter_model(kind: str) -> GRUSeq2Seq:
 def read_source(text: str, max_len: int = MAX_LEN) -> dict:
     """The text box as the page reads it (``readSource`` in dates.js).
 
-    Characters outside the source vocabulary are left out (listed, each once,
+    The text is read in Unicode's NFC form (an "e" and a combining accent
+    are one "é"). Characters outside the source vocabulary are left out (listed, each once,
     in ``unknown``); past ``max_len`` characters the rest is left out and
     counted in ``dropped``. ``text`` is what the model reads (empty when only
     spaces are left).
@@ -159,7 +175,7 @@ def read_source(text: str, max_len: int = MAX_LEN) -> dict:
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")
     kept, unknown = "", []
-    for c in text:
+    for c in unicodedata.normalize("NFC", text):
         if c in SOURCE_VOCAB.index and c != SOURCE_VOCAB.symbols[0]:
             kept += c
         elif c not in unknown:
@@ -177,11 +193,15 @@ _MONTH = "|".join(MONTHS)
 _SHORT = "|".join(m[:3].lower() for m in MONTHS)
 _ABBR = "|".join(m[:3] for m in MONTHS)
 _WEEKDAY = "|".join(WEEKDAYS)
-_PATTERNS = {  # matched with fullmatch; [0-9], not \d (which takes other scripts' digits)
-    "long": re.compile(rf"([0-9]{{1,2}}) ({_MONTH}) ([0-9]{{4}})"),
-    "short": re.compile(rf"({_SHORT}) ([0-9]{{1,2}}), ([0-9]{{4}})"),
+# Matched with fullmatch, without regard to case ("Nov 25, 2026" has the short
+# format's shape; ASCII case only, as the page's regular expressions); [0-9],
+# not \d (which takes other scripts' digits).
+_CASE = re.IGNORECASE | re.ASCII
+_PATTERNS = {
+    "long": re.compile(rf"([0-9]{{1,2}}) ({_MONTH}) ([0-9]{{4}})", _CASE),
+    "short": re.compile(rf"({_SHORT}) ([0-9]{{1,2}}), ([0-9]{{4}})", _CASE),
     "numeric": re.compile(r"([0-9]{2})/([0-9]{2})/([0-9]{2})"),
-    "weekday": re.compile(rf"({_WEEKDAY}) ([0-9]{{1,2}}) ({_ABBR}) ([0-9]{{4}})"),
+    "weekday": re.compile(rf"({_WEEKDAY}) ([0-9]{{1,2}}) ({_ABBR}) ([0-9]{{4}})", _CASE),
 }
 
 
@@ -197,12 +217,16 @@ def training_format(text: str) -> dict:
     text has none of the four shapes, ``"no date"`` when it has one but names
     no real day (31 February), ``"range"`` for a real day outside 1950-2049,
     ``"weekday"`` when the weekday is not that date's, and ``"spelling"`` when
-    the shape fits but the training data write it otherwise (a leading zero);
-    ``written`` is the date as the training data write it (for "ok" and
-    "spelling"), else None.
+    the shape fits but the training data write it otherwise (a leading zero,
+    another case, a space too many or at either end: the shapes are matched on
+    the text with runs of spaces made one and trimmed); ``written`` is the date
+    as the training data write it (for "ok" and "spelling"), else None.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    plain = re.sub(" +", " ", text).strip(" ")
     for fmt, pattern in _PATTERNS.items():
-        found = pattern.fullmatch(text)
+        found = pattern.fullmatch(plain)
         if not found:
             continue
         parts = found.groups()
@@ -222,7 +246,7 @@ def training_format(text: str) -> dict:
         iso = date.isoformat()
         if not FIRST_DATE <= date <= LAST_DATE:
             return {"format": fmt, "date": iso, "reason": "range", "written": None}
-        if fmt == "weekday" and parts[0] != WEEKDAYS[date.weekday()]:
+        if fmt == "weekday" and parts[0].lower() != WEEKDAYS[date.weekday()].lower():
             return {"format": fmt, "date": iso, "reason": "weekday", "written": None}
         written = format_date(date, fmt)
         reason = "ok" if written == text else "spelling"

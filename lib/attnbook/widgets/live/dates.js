@@ -80,14 +80,15 @@ export function answerText(tokens, symbols) {
 // ---------------------------------------------------------------- the input
 
 // Text -> {text, unknown, dropped}: the characters of the source vocabulary
-// (symbols, index 0 the padding), at most maxLen; the others are left out and
-// listed once each in `unknown`; `dropped` counts those past maxLen. Nothing
-// but spaces reads as nothing.
+// (symbols, index 0 the padding), at most maxLen, of the text in Unicode's NFC
+// form (an "e" and a combining accent read as one "é"); the others are left out
+// and listed once each in `unknown`; `dropped` counts those past maxLen.
+// Nothing but spaces reads as nothing.
 export function readSource(input, symbols, maxLen) {
   const known = new Set(symbols.slice(1));
   const kept = [];
   const unknown = [];
-  for (const c of String(input)) {
+  for (const c of String(input).normalize("NFC")) {
     if (known.has(c)) kept.push(c);
     else if (!unknown.includes(c)) unknown.push(c);
   }
@@ -95,14 +96,24 @@ export function readSource(input, symbols, maxLen) {
   return { text: kept.slice(0, maxLen).join(""), unknown, dropped: Math.max(0, kept.length - maxLen) };
 }
 
+// A character as the note names it: quoted, or by its code point ("U+0009")
+// when it prints as nothing or as blank space (a tab, a no-break space, a
+// zero-width space, a lone combining mark).
+export function characterName(c) {
+  if (/^[\p{C}\p{Z}\p{M}]/u.test(c)) return `U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+  return `“${c}”`;
+}
+
 export const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 export const WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 const SHORT = MONTHS.map((m) => m.slice(0, 3).toLowerCase());
+// Matched without regard to case ("Nov 25, 2026" has the short format's shape);
+// a spelling the training data do not use gets the verdict "spelling".
 const PATTERNS = {
-  long: new RegExp(`^([0-9]{1,2}) (${MONTHS.join("|")}) ([0-9]{4})$`),
-  short: new RegExp(`^(${SHORT.join("|")}) ([0-9]{1,2}), ([0-9]{4})$`),
+  long: new RegExp(`^([0-9]{1,2}) (${MONTHS.join("|")}) ([0-9]{4})$`, "i"),
+  short: new RegExp(`^(${SHORT.join("|")}) ([0-9]{1,2}), ([0-9]{4})$`, "i"),
   numeric: /^([0-9]{2})\/([0-9]{2})\/([0-9]{2})$/,
-  weekday: new RegExp(`^(${WEEKDAYS.join("|")}) ([0-9]{1,2}) (${MONTHS.map((m) => m.slice(0, 3)).join("|")}) ([0-9]{4})$`),
+  weekday: new RegExp(`^(${WEEKDAYS.join("|")}) ([0-9]{1,2}) (${MONTHS.map((m) => m.slice(0, 3)).join("|")}) ([0-9]{4})$`, "i"),
 };
 // One example of each training format (25 November 2026, as attnbook.dates writes it).
 export const EXAMPLES = { long: "25 November 2026", short: "nov 25, 2026", numeric: "25/11/26", weekday: "Wednesday 25 Nov 2026" };
@@ -122,12 +133,18 @@ function formatDate(year, month, day, weekday, fmt) {
 // Is text a date in one of the four training formats? The same verdict as
 // attnbook.widgets.live._pack_dates.training_format: {format, date, reason},
 // reason "ok", "format" (none of the four shapes), "no date" (31 February),
-// "range" (outside 1950-2049), "weekday" (not that date's) or "spelling"
-// (the training data write the date otherwise, e.g. without a leading zero);
+// "range" (outside years, the training's first and last year, arch.years),
+// "weekday" (not that date's) or "spelling" (the training data write the date
+// otherwise: a leading zero, another case, a space too many or at either end);
 // `written` is the date as the training data write it ("ok", "spelling") or null.
-export function trainingFormat(text) {
+// The shapes are matched on the text with runs of spaces made one and trimmed.
+export function trainingFormat(text, years) {
+  if (!Array.isArray(years) || years.length !== 2 || !years.every(Number.isInteger)) {
+    throw new TypeError(`years must be [first, last] (arch.years), got ${JSON.stringify(years)}`);
+  }
+  const plain = String(text).replace(/ +/g, " ").replace(/^ | $/g, "");
   for (const [fmt, pattern] of Object.entries(PATTERNS)) {
-    const found = pattern.exec(text);
+    const found = pattern.exec(plain);
     if (!found) continue;
     const p = found.slice(1);
     let day, month, year;
@@ -143,9 +160,9 @@ export function trainingFormat(text) {
       return { format: fmt, date: null, reason: "no date", written: null };
     }
     const date = `${pad(year, 4)}-${pad(month)}-${pad(day)}`;
-    if (year < 1950 || year > 2049) return { format: fmt, date, reason: "range", written: null };
+    if (year < years[0] || year > years[1]) return { format: fmt, date, reason: "range", written: null };
     const weekday = (when.getUTCDay() + 6) % 7; // Monday 0, as Python's weekday()
-    if (fmt === "weekday" && p[0] !== WEEKDAYS[weekday]) return { format: fmt, date, reason: "weekday", written: null };
+    if (fmt === "weekday" && p[0].toLowerCase() !== WEEKDAYS[weekday].toLowerCase()) return { format: fmt, date, reason: "weekday", written: null };
     const written = formatDate(year, month, day, weekday, fmt);
     if (written !== text) return { format: fmt, date, reason: "spelling", written };
     return { format: fmt, date, reason: "ok", written };
@@ -153,8 +170,8 @@ export function trainingFormat(text) {
   return { format: null, date: null, reason: "format", written: null };
 }
 
-// The verdict in plain words.
-export function verdictText(text, verdict) {
+// The verdict in plain words (years: arch.years).
+export function verdictText(text, verdict, years) {
   const { format: fmt, date, reason } = verdict;
   const examples = Object.values(EXAMPLES).map((e) => `“${e}”`);
   const formats = `${examples.slice(0, 3).join(", ")} or ${examples[3]}`;
@@ -163,7 +180,7 @@ export function verdictText(text, verdict) {
     return `Outside the training formats: the models only ever saw dates written like ${formats}. Whatever they write here is a guess from familiar-looking pieces, not a reading.`;
   }
   if (reason === "no date") return `Shaped like the training's ${fmt} format, but it names no real day: the models never saw one.`;
-  if (reason === "range") return `A real date, ${date}, but outside the years 1950-2049 the models were trained on.`;
+  if (reason === "range") return `A real date, ${date}, but outside the years ${years[0]}-${years[1]} the models were trained on.`;
   if (reason === "weekday") return `Shaped like the training's weekday format, but the weekday is wrong for ${date}: the training data never had a wrong weekday.`;
   return `Close to the training's ${fmt} format, but the training data write this date “${verdict.written}”.`;
 }
@@ -246,7 +263,7 @@ export function render({ model, el }) {
   });
   const label = element("label", { htmlFor: `${id}-date` }, "A date, in any format");
   const tries = element("div", { style: "display:flex;flex-wrap:wrap;gap:0.3em;align-items:center;font-size:0.9em" }, "Try:");
-  const note = element("p", { className: "attnbook-live-note", hidden: true, style: "margin:0.3em 0;padding:0.3em 0.5em;border-left:4px solid #e6550d;background:#fff5eb;color:#5a2d0c" });
+  const note = element("p", { className: "attnbook-live-note", hidden: true, "aria-live": "polite", style: "margin:0.3em 0;padding:0.3em 0.5em;border-left:4px solid #e6550d;background:#fff5eb;color:#5a2d0c" });
   const verdict = element("p", { className: "attnbook-live-verdict", style: "margin:0.2em 0;line-height:1.4" });
   const answerStyle = "flex:1 1 12em;margin:0;padding:0.3em 0.5em;border:1px solid #ccc;border-radius:4px";
   const withBox = element("p", { className: "attnbook-live-answer", style: answerStyle });
@@ -303,10 +320,10 @@ export function render({ model, el }) {
     const read = readSource(field.value, a.source_symbols, a.max_len);
     const notes = [];
     if (read.unknown.length) {
-      const shown = read.unknown.slice(0, 6).map((c) => (c === " " ? "space" : `“${c}”`)).join(", ");
+      const shown = read.unknown.slice(0, 6).map(characterName).join(", ");
       notes.push(`Left out ${shown}${read.unknown.length > 6 ? " and more" : ""}: the models know only the ${a.source_symbols.length - 1} characters of the training dates (digits, space, “,”, “/” and the letters of the month and weekday names).`);
     }
-    if (read.dropped) notes.push(`The explorer reads at most ${a.max_len} characters (the longest training date has 21); the last ${read.dropped} are left out.`);
+    if (read.dropped) notes.push(`The explorer reads at most ${a.max_len} characters (the longest training date has ${a.longest_training}); the last ${read.dropped} are left out.`);
     if (!read.text) notes.push(read.unknown.length ? "Nothing is left to read." : "Type a date to see the models' answers.");
     showNote(notes.join(" "));
     const ds = result$.dataset;
@@ -318,13 +335,13 @@ export function render({ model, el }) {
       const ids = source.map((c) => a.source_symbols.indexOf(c));
       out = forward(net, ids);
       base = forward(plain, ids);
-      check = trainingFormat(read.text);
+      check = trainingFormat(read.text, a.years);
     }
     const computed = performance.now();
     const answer = out ? answerText(out.tokens, a.target_symbols) : "";
     const baseAnswer = base ? answerText(base.tokens, plain.arch.target_symbols) : "";
     const expected = check.reason === "ok" || check.reason === "range" || check.reason === "spelling" ? check.date : null;
-    verdict.textContent = out ? verdictText(read.text, check) : "";
+    verdict.textContent = out ? verdictText(read.text, check, a.years) : "";
     describeAnswer(withBox, "With attention", answer, expected);
     describeAnswer(withoutBox, "Without attention", baseAnswer, expected);
     // No map without a result (an inline display would override `hidden`).
