@@ -279,3 +279,33 @@ def test_built_page_runs_the_chapter_model_offline(browser):
         offline.close()
     assert offline.blocked == []
     assert offline.errors == []
+
+
+def test_captions_follow_the_models_patches_and_blocks(browser, tmp_path):
+    # A model with 4 x 4 patches and 3 blocks: the captions and legend name its sizes
+    # (not the chapter's 2 x 2 and block 1), and the blank-grid note is a polite live region.
+    from attnbook.vit import TinyViT
+
+    widget = live.digits_live(TinyViT(patch_size=4, num_layers=3))
+    (tmp_path / "index.html").write_text(
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>t</title></head>"
+        f"<body>{widget.to_html()}</body></html>",
+        encoding="utf-8",
+    )
+    offline = Offline(browser, viewport={"width": 1280, "height": 900})
+    try:
+        with serve(tmp_path) as base:
+            page = offline.page
+            page.goto(f"{base}/index.html")
+            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
+            captions = page.locator(f"{HOST} figcaption").all_inner_texts()
+            assert "your digit (8 x 8 pixels, 4 x 4 patches in orange)" in captions
+            assert "raw [CLS] attention, last block (block 2), mean of the heads" in captions
+            legend = page.locator(HOST).inner_text()
+            assert "one numbered square per 4 x 4 patch" in legend
+            note = page.locator(f"{HOST} .attnbook-live-note")
+            assert note.get_attribute("aria-live") == "polite"
+            check_against_pytorch(result(page), widget.weights, widget.arch, widget.mean_image)
+    finally:
+        offline.close()
+    assert offline.errors == []

@@ -167,3 +167,14 @@ def test_static_fragment_is_self_contained(monkeypatch):
         r'class="attnbook-live-fallback" src="data:image/png;base64,[^"]+" alt="([^"]+)"', fragment
     )
     assert alt and "The model reads a" in alt[1]
+
+
+def test_another_patch_size_and_depth_render_with_their_own_sizes():
+    # The picture, the fragment and its alt text follow the model's patches (4 x 4: 4 of
+    # them) and blocks (3), as the page's captions do (tests/test_live_browser_digits.py).
+    widget = live.digits_live(TinyViT(patch_size=4, num_layers=3))
+    out = widget.forward()
+    assert out["raw"].shape == out["occlusion"].shape == (4,)
+    assert base64.b64decode(widget._repr_mimebundle_()[0]["image/png"])[:4] == b"\x89PNG"
+    assert re.search(r"on patch [0-3]; rollout on patch [0-3]\.", widget.alt_text())
+    assert '"patch_size":4' in widget.to_html() and '"num_layers":3' in widget.to_html()

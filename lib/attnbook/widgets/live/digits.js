@@ -300,9 +300,14 @@ function drawMap(canvas, pixels, scores, top, signed) {
     ctx.lineTo(size, k * p * MAP_CELL + 0.5);
     ctx.stroke();
   }
+  // patch numbers, black on a white halo
+  Object.assign(ctx, { font: "9px sans-serif", textBaseline: "top", lineWidth: 2.5, strokeStyle: "#fff", fillStyle: "#000" });
+  for (let k = 0; k < scores.length; k++) {
+    for (const f of ["strokeText", "fillText"]) ctx[f](k, (k % cols) * p * MAP_CELL + 2, Math.floor(k / cols) * p * MAP_CELL + 2);
+  }
 }
 
-function drawGrid(canvas, pixels, focus, showFocus) {
+function drawGrid(canvas, pixels, focus, showFocus, p) {
   const size = SIDE * CELL;
   const ctx = setupCanvas(canvas, size);
   for (let i = 0; i < SIDE; i++) {
@@ -323,7 +328,7 @@ function drawGrid(canvas, pixels, focus, showFocus) {
   }
   ctx.strokeStyle = "#e6550d";
   ctx.lineWidth = 2;
-  for (let k = 0; k <= SIDE; k += 2) {
+  for (let k = 0; k <= SIDE; k += p) {
     ctx.beginPath();
     ctx.moveTo(k * CELL, 0);
     ctx.lineTo(k * CELL, size);
@@ -370,13 +375,13 @@ export async function render({ model, el }) {
     tabindex: 0, role: "application", "aria-roledescription": "drawing grid", "aria-label": "8 by 8 drawing grid", "aria-describedby": `${id}-help`,
     style: "touch-action:none;cursor:crosshair;border:1px solid #888;display:block",
   });
-  const gridFigure = element("figure", { style: "margin:0;display:flex;flex-direction:column;gap:0.3em" },
-    element("figcaption", { style: "font-size:0.85em" }, "your digit (8 x 8 pixels, 2 x 2 patches in orange)"), canvas, help);
+  const gridCaption = element("figcaption", { style: "font-size:0.85em" });
+  const gridFigure = element("figure", { style: "margin:0;display:flex;flex-direction:column;gap:0.3em" }, gridCaption, canvas, help);
   // -- results
   const rawCanvas = element("canvas", { role: "img", "aria-label": "raw attention map" });
   const rollCanvas = element("canvas", { role: "img", "aria-label": "rollout map" });
   const occCanvas = element("canvas", { role: "img", "aria-label": "occlusion map" });
-  const raw = figure("raw [CLS] attention, last block (block 1), mean of the heads", rawCanvas);
+  const raw = figure("", rawCanvas);
   const roll = figure("attention rollout, [CLS] row", rollCanvas);
   const occ = figure("occlusion", occCanvas);
   const bars = element("div", { style: "display:grid;grid-template-columns:auto 100px auto;gap:1px 0.4em;align-items:center;font-size:0.85em;font-family:monospace" });
@@ -389,11 +394,11 @@ export async function render({ model, el }) {
   }
   const probFigure = element("figure", { style: "margin:0;display:flex;flex-direction:column;gap:0.3em" },
     element("figcaption", { style: "font-size:0.85em" }, "class probabilities"), bars);
-  const note = element("p", { className: "attnbook-live-note", hidden: true, style: "margin:0.3em 0;padding:0.3em 0.5em;border-left:4px solid #e6550d;background:#fff5eb;color:#5a2d0c" });
+  const note = element("p", { className: "attnbook-live-note", "aria-live": "polite", hidden: true, style: "margin:0.3em 0;padding:0.3em 0.5em;border-left:4px solid #e6550d;background:#fff5eb;color:#5a2d0c" });
   const status = element("p", { className: "attnbook-live-status", role: "status", style: "margin:0.4em 0;line-height:1.4" });
-  const legend = element("p", { style: "margin:0;font-size:0.85em;line-height:1.35" },
-    "Each map lies over your digit in grey, one square per 2 x 2 patch. Blue: more attention (scaled to the largest patch). " +
-    "Occlusion hides one patch at a time (replaced by the fill) and measures how much the probability of the predicted class drops: red where it drops, blue where it rises.");
+  const legend = element("p", { style: "margin:0;font-size:0.85em;line-height:1.35" });
+  const LEGEND = "Blue: more attention (scaled to the largest patch). " +
+    "Occlusion hides one patch at a time (replaced by the fill) and measures how much the probability of the predicted class drops: red where it drops, blue where it rises.";
   const result$ = element("div", { className: "attnbook-live-result", hidden: true });
   const row = (...children) => element("div", { style: "display:flex;flex-wrap:wrap;gap:0.6em;align-items:center" }, ...children);
   const app = element("div", { className: "attnbook-live attnbook-live-digits", style: "display:flex;flex-direction:column;gap:0.5em;font-family:sans-serif;max-width:100%" },
@@ -416,6 +421,10 @@ export async function render({ model, el }) {
       arch = model.get("arch");
       net = loadViT(weights, arch);
       if (imageLength(arch) !== SIDE * SIDE) throw new RangeError(`the explorer draws ${SIDE}x${SIDE} one-channel images`);
+      const p = `${arch.patch_size} x ${arch.patch_size} patch`;
+      gridCaption.textContent = `your digit (8 x 8 pixels, ${p}es in orange)`;
+      raw.caption.textContent = `raw [CLS] attention, last block (block ${arch.num_layers - 1}), mean of the heads`;
+      legend.textContent = `Each map lies over your digit in grey, one numbered square per ${p}. ${LEGEND}`;
     } catch (error) {
       net = null;
       showNote(`The model could not be loaded: ${error.message}`);
@@ -448,7 +457,7 @@ export async function render({ model, el }) {
     const blank = pixels.every((v) => v === 0);
     const fillName = FILLS.find(([v]) => v === fillSelect.value)[1];
     showNote(blank ? "The grid is blank: there is no digit to explain. The model still has to name a class, so the numbers below describe an empty page. Draw a digit, or start from a test image." : "");
-    drawGrid(canvas, pixels, focus, focused);
+    drawGrid(canvas, pixels, focus, focused, arch.patch_size);
     drawMap(rawCanvas, pixels, rawScores, Math.max(...rawScores), false);
     drawMap(rollCanvas, pixels, rollout, Math.max(...rollout), false);
     const occTop = Math.max(...occScores.map(Math.abs));
@@ -537,7 +546,7 @@ export async function render({ model, el }) {
       const [di, dj] = moves[event.key];
       focus = [Math.max(0, Math.min(SIDE - 1, focus[0] + di)), Math.max(0, Math.min(SIDE - 1, focus[1] + dj))];
       canvas.setAttribute("aria-label", `8 by 8 drawing grid; focus on row ${focus[0]}, column ${focus[1]}, ink ${round(pixels[focus[0] * SIDE + focus[1]])}`);
-      if (result) drawGrid(canvas, pixels, focus, true);
+      if (result) drawGrid(canvas, pixels, focus, true, arch.patch_size);
       event.preventDefault();
     } else if (event.key === " " || event.key === "Enter") {
       const at = focus[0] * SIDE + focus[1];
@@ -550,11 +559,11 @@ export async function render({ model, el }) {
   });
   canvas.addEventListener("focus", () => {
     focused = true;
-    if (result) drawGrid(canvas, pixels, focus, true);
+    if (result) drawGrid(canvas, pixels, focus, true, arch.patch_size);
   });
   canvas.addEventListener("blur", () => {
     focused = false;
-    if (result) drawGrid(canvas, pixels, focus, false);
+    if (result) drawGrid(canvas, pixels, focus, false, arch.patch_size);
   });
   clear.addEventListener("click", () => {
     pixels = new Float64Array(SIDE * SIDE);

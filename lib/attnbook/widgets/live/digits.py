@@ -178,7 +178,9 @@ def picture(pixels: list[float], out: dict, fill: str) -> bytes:
         (f"occlusion, {fill} fill", out["occlusion"], "RdBu_r"),
     )
     for ax, (title, scores, cmap) in zip(axes[2:], maps, strict=True):
-        grid = scores.reshape(4, 4).repeat_interleave(2, 0).repeat_interleave(2, 1).numpy()
+        cols = round(scores.numel() ** 0.5)  # patches per side (SIDE / patch size)
+        grid = scores.reshape(cols, cols)
+        grid = grid.repeat_interleave(SIDE // cols, 0).repeat_interleave(SIDE // cols, 1).numpy()
         ax.imshow(image, cmap="gray_r", vmin=0, vmax=1)
         top = float(scores.abs().max()) or 1.0
         low = -top if cmap == "RdBu_r" else 0
