@@ -10,13 +10,14 @@ server is aborted and recorded (tools.browser.Offline); so are console errors.
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
 import torch
 
 from attnbook.widgets import live
-from attnbook.widgets.live.digits import fill_image, run, unpack_state_weights
+from attnbook.widgets.live.digits import fill_image, run
 from tools.browser import Offline
 from tools.site import page_weight, require_site, serve
 
@@ -268,7 +269,7 @@ def test_built_page_runs_the_chapter_model_offline(browser):
     starts = [i for i in range(len(html)) if html.startswith(marker, i)]
     states = [json.loads(html[i + len(marker) : html.index("</script>", i)]) for i in starts]
     state = next(s for s in states if s.get("arch", {}).get("model") == "tiny-vit")
-    weights = unpack_state_weights(state["weights"])
+    weights = base64.b64decode(state["weights"])
     offline = Offline(browser, viewport={"width": 1280, "height": 900})
     try:
         with serve(site) as base:

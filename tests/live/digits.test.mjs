@@ -6,10 +6,9 @@
 // test digits and a scribbled image.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { deflateSync } from "node:zlib";
 import { test } from "node:test";
 
-import { explain, forward, inflateWeights, loadViT, occlusion, occlusionSlow } from "../../lib/attnbook/widgets/live/digits.js";
+import { explain, forward, loadViT, occlusion, occlusionSlow } from "../../lib/attnbook/widgets/live/digits.js";
 
 const here = (path) => new URL(path, import.meta.url);
 const fixture = JSON.parse(readFileSync(here("./fixtures/digits.json")));
@@ -79,16 +78,4 @@ test("occlusion with a fill equal to the image changes nothing; bad images are r
   assert.throws(() => forward(net, Float64Array.from({ length: 64 }, () => NaN)), RangeError);
   assert.throws(() => occlusion(net, pixels, new Float64Array(4), 0), RangeError);
   assert.throws(() => loadViT(weights, { ...stored, model: "attention-only" }), TypeError);
-});
-
-test("the website's deflated weights inflate to the float16 bytes (low bytes first, then high)", async () => {
-  const bytes = new Uint8Array(weights);
-  const split = new Uint8Array(bytes.length);
-  const half = bytes.length >> 1;
-  for (let i = 0; i < half; i++) {
-    split[i] = bytes[2 * i];
-    split[half + i] = bytes[2 * i + 1];
-  }
-  const inflated = await inflateWeights(deflateSync(split));
-  assert.deepEqual(inflated, bytes);
 });

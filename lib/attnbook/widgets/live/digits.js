@@ -214,22 +214,6 @@ export function explain(net, pixels, fill) {
   return { logits, probs, predicted, attention, raw, rollout, occlusion: occlusion(net, pixels, fill, predicted, probs[predicted]) };
 }
 
-// The website's fragment carries the weights deflated, low bytes of every
-// float16 first and high bytes after ("deflate-split", written by
-// attnbook.widgets.live.digits.pack_state_weights): 14 % fewer bytes than the
-// float16 themselves. Undone here with the browser's own DecompressionStream.
-export async function inflateWeights(bytes) {
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
-  const split = new Uint8Array(await new Response(stream).arrayBuffer());
-  const half = split.length >> 1;
-  const out = new Uint8Array(split.length);
-  for (let i = 0; i < half; i++) {
-    out[2 * i] = split[i];
-    out[2 * i + 1] = split[half + i];
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------- the view
 
 const SIDE = 8; // pixels per side
@@ -350,8 +334,7 @@ function figure(title, canvas) {
 
 export async function render({ model, el }) {
   const id = `attnbook-live-${++counter}`;
-  let weights = model.get("weights");
-  if (model.get("weights_encoding") === "deflate-split") weights = await inflateWeights(asBytes(weights));
+  const weights = model.get("weights");
   let net = null;
   let arch = null;
   let pixels = new Float64Array(SIDE * SIDE);

@@ -11,10 +11,11 @@ forward passes run in the browser (``digits.js`` on ``runtime.js``); Python
 only packs the weights and draws the stored picture.
 
 On the website the fragment inlines the module and the weights, for the
-reasons given in :mod:`attnbook.widgets.live.induction`; the weights travel
-deflated (:func:`pack_state_weights`, about 160 KB of base64 instead of 185 KB),
-which keeps chapter 15's page, with its frame explorer beside this one, under
-the book's 1 MiB budget.
+reasons given in :mod:`attnbook.widgets.live.induction`, the weights as plain
+base64 of their float16 bytes (185 KB; chapter 15's page, with its frame
+explorer beside this one, weighs about 807 KiB). Deflating them saved 25 KB
+but cost the first result 110-180 ms in Chromium (the browser's
+DecompressionStream), which the 100 ms budget cannot afford.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import hashlib
 import html
 import io
 import json
-import zlib
 from importlib import resources
 
 import anywidget
@@ -194,23 +194,6 @@ def picture(pixels: list[float], out: dict, fill: str) -> bytes:
     return buffer.getvalue()
 
 
-def pack_state_weights(weights: bytes) -> str:
-    """The website's form of float16 ``weights``: the low byte of every value,
-    then the high bytes, deflated (zlib) and in base64 (``inflateWeights`` in
-    digits.js undoes it): about 160 KB of text instead of 185 KB."""
-    split = weights[0::2] + weights[1::2]
-    return base64.b64encode(zlib.compress(split, 9)).decode("ascii")
-
-
-def unpack_state_weights(text: str) -> bytes:
-    """The float16 bytes that :func:`pack_state_weights` packed."""
-    split = zlib.decompress(base64.b64decode(text))
-    half = len(split) // 2
-    out = bytearray(len(split))
-    out[0::2], out[1::2] = split[:half], split[half:]
-    return bytes(out)
-
-
 _STYLE = (
     "<style>.attnbook-live-running>.attnbook-live-fallback{display:none}"
     "@media print{.attnbook-live-running>.attnbook-live-fallback{display:block}"
@@ -280,8 +263,7 @@ class DigitsLive(anywidget.AnyWidget):
     def to_html(self) -> str:
         """The website's fragment: module, shim and weights inline, the PNG without JavaScript."""
         state = {
-            "weights": pack_state_weights(self.weights),
-            "weights_encoding": "deflate-split",
+            "weights": base64.b64encode(self.weights).decode("ascii"),
             "arch": self.arch,
             "mean_image": self.mean_image,
             "examples": self.examples,
@@ -308,7 +290,9 @@ class DigitsLive(anywidget.AnyWidget):
             'style="max-width:100%;height:auto">\n'
             '<div class="attnbook-live-app"></div>\n'
             f'<script type="application/json" class="attnbook-live-state">{state_json}</script>\n'
-            f'<script type="module">{script}</script>\n</div>'
+            # async: the module runs as soon as it is parsed, not after the
+            # page's deferred scripts (MathJax), as chapter 13's explorer does.
+            f'<script type="module" async>{script}</script>\n</div>'
         )
 
     def __repr__(self) -> str:
