@@ -47,6 +47,34 @@ test("linear uses PyTorch's (out, in) layout, with a bias", () => {
   assert.deepEqual(Array.from(y), [1.5, 2, 2]);
 });
 
+test("linear gives the plain sums bit for bit, for every count of rows and outputs", () => {
+  // linear sums two rows and four outputs at a time; the odd last row and the
+  // last outputs past a multiple of four take other loops. Each sum is the
+  // bias, then the products in order of k, as this reference adds them.
+  let seed = 1;
+  const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1;
+  for (const n of [1, 2, 3, 5]) {
+    for (const outF of [1, 3, 4, 6, 9]) {
+      for (const inF of [1, 7]) {
+        const x = Float64Array.from({ length: n * inF }, random);
+        const w = Float64Array.from({ length: outF * inF }, random);
+        const b = Float64Array.from({ length: outF }, random);
+        for (const bias of [null, b]) {
+          const expected = new Float64Array(n * outF);
+          for (let i = 0; i < n; i++) {
+            for (let o = 0; o < outF; o++) {
+              let sum = bias ? bias[o] : 0;
+              for (let k = 0; k < inF; k++) sum += x[i * inF + k] * w[o * inF + k];
+              expected[i * outF + o] = sum;
+            }
+          }
+          assert.deepEqual(linear(x, n, inF, w, outF, bias), expected, `n=${n} in=${inF} out=${outF} bias=${!!bias}`);
+        }
+      }
+    }
+  }
+});
+
 test("embedding picks rows and refuses an id outside the table", () => {
   const table = Float64Array.from([0, 1, 10, 11, 20, 21]);
   assert.deepEqual(Array.from(embedding(table, 2, [2, 0])), [20, 21, 0, 1]);

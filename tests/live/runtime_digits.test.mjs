@@ -43,6 +43,22 @@ test("self-attention with biases matches MultiHeadAttention(bias=True): outputs 
   assert.ok(maxDifference(first.weights[1], a.weights[1].slice(0, a.n)) < 1e-7);
 });
 
+test("the [CLS] row alone, without projecting keys and values, is the full pass's row 0 to 1e-12", () => {
+  // biasedSelfAttention(..., 1) folds the key and value projections into the
+  // query and the weighted average; large biases make a dropped term show.
+  let seed = 7;
+  const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1;
+  const [n, width, heads] = [9, 12, 3];
+  const matrix = () => Float64Array.from({ length: width * width }, random);
+  const vector = () => Float64Array.from({ length: width }, () => 3 * random());
+  const W = { q: matrix(), k: matrix(), v: matrix(), o: matrix(), bq: vector(), bk: vector(), bv: vector(), bo: vector() };
+  const x = Float64Array.from({ length: n * width }, random);
+  const full = biasedSelfAttention(x, n, width, heads, W);
+  const first = biasedSelfAttention(x, n, width, heads, W, 1);
+  assert.ok(maxDifference(first.out, full.out.slice(0, width)) < 1e-12, `outputs differ by ${maxDifference(first.out, full.out.slice(0, width))}`);
+  for (let h = 0; h < heads; h++) assert.ok(maxDifference(first.weights[h], full.weights[h].slice(0, n)) < 1e-12);
+});
+
 test("attention rollout and the [CLS] map match attnbook.explain to 1e-7", () => {
   const r = f.rollout;
   const layers = r.layers.map((heads) => heads.map((w) => Float64Array.from(w)));

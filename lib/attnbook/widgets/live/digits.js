@@ -5,7 +5,7 @@
 // rollout, and occlusion (16 more forward passes, one per hidden patch) with
 // the fill the reader picks: zero (blank paper, the chapter's explorer) or the
 // mean training image. An anywidget module: `export default { render }`.
-import { add, argmax, asBytes, attentionRollout, biasedSelfAttention, clsAttention, layerNorm, linear, maskedSoftmax, patchify, relu, softmax, unpack } from "./runtime.js";
+import { add, argmax, asBytes, attendHeads, attentionRollout, biasedSelfAttention, clsAttention, layerNorm, linear, patchify, relu, softmax, unpack } from "./runtime.js";
 
 // ---------------------------------------------------------------- the model
 
@@ -162,9 +162,6 @@ export function occlusion(net, pixels, fill, target, base = null) {
   const q = Float64Array.from(q0);
   const k = Float64Array.from(k0);
   const v = Float64Array.from(v0);
-  const size = D / a.num_heads;
-  const scale = 1 / Math.sqrt(size);
-  const scores = new Float64Array(n * n);
   const groups = patchPixels(a);
   for (let j = 0; j < P; j++) {
     // A patch that already equals its fill (blank paper under zero fill)
@@ -173,24 +170,7 @@ export function occlusion(net, pixels, fill, target, base = null) {
     const row = (j + 1) * D;
     const swap = (into, from) => into.set(from.subarray(row, row + D), row);
     swap(x, filled); swap(q, qf); swap(k, kf); swap(v, vf);
-    const mixed = new Float64Array(n * D);
-    for (let h = 0; h < a.num_heads; h++) {
-      const first = h * size;
-      for (let r = 0; r < n; r++) {
-        for (let c = 0; c < n; c++) {
-          let dot = 0;
-          for (let d = 0; d < size; d++) dot += q[r * D + first + d] * k[c * D + first + d];
-          scores[r * n + c] = dot * scale;
-        }
-      }
-      const w = maskedSoftmax(scores, n, n);
-      for (let r = 0; r < n; r++) {
-        for (let c = 0; c < n; c++) {
-          const weight = w[r * n + c];
-          for (let d = 0; d < size; d++) mixed[r * D + first + d] += weight * v[c * D + first + d];
-        }
-      }
-    }
+    const { mixed } = attendHeads(q, k, v, n, n, D, a.num_heads);
     const after = finishBlock(net, B, x, linear(mixed, n, D, W.o, D, W.bo), n);
     const { x: last } = runBlocks(net, after, n, 1, true);
     out[j] = p0 - softmax(classify(net, last))[target];
