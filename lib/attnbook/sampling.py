@@ -79,12 +79,15 @@ def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     The nucleus is the smallest set of most likely tokens whose probabilities
     (the softmax of the logits) add up to at least ``top_p``: sorted from the
     most likely down, a token is kept if the tokens before it add up to less
-    than ``top_p``. The most likely token is always kept.
+    than ``top_p``. The most likely token is always kept. Tokens of equal
+    probability are taken in order of index, the lower first (as the live
+    explorer of chapter 10 takes them), so a tie at the boundary keeps the
+    lower index.
     """
     _validate.tensor("logits", logits, floating=True)
     top_p = check_top_p(top_p)
     probs = torch.softmax(logits.double(), dim=-1)  # (..., vocab)
-    sorted_probs, order = probs.sort(dim=-1, descending=True)
+    sorted_probs, order = probs.sort(dim=-1, descending=True, stable=True)
     before = sorted_probs.cumsum(dim=-1) - sorted_probs  # (..., vocab): mass ahead of each
     keep_sorted = before < top_p
     keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)

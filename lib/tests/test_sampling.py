@@ -80,6 +80,14 @@ def test_an_explicit_nucleus():
     assert int((sampling.next_token_probs(logits, top_p=0.81) > 0).sum()) == 3
 
 
+def test_a_tie_at_the_nucleus_boundary_keeps_the_lower_indices():
+    # Four equal tokens and p = 0.5: two are kept, and they are tokens 0 and 1
+    # (the live explorer of chapter 10 takes ties in the same order).
+    for vocab, p, kept in [(4, 0.5, [0, 1]), (6, 0.4, [0, 1, 2]), (64, 0.1, list(range(7)))]:
+        got = sampling.next_token_probs(torch.zeros(vocab), top_p=p)
+        assert torch.nonzero(got).flatten().tolist() == kept, (vocab, p)
+
+
 def test_temperature_comes_first_and_rows_are_independent():
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(3, 4, 9, generator=g)

@@ -126,6 +126,11 @@ test("temperature, top-k and top-p give attnbook.sampling.next_token_probs's dis
   for (const f of fixture.filters.cases.filter((x) => x.temperature >= 0.5)) {
     assert.ok(maxDifference(nextTokenProbs(own, f.temperature, f.top_k, f.top_p), f.expected) < 1e-4);
   }
+  // A tie at the nucleus boundary keeps the lower indices, as attnbook.sampling does.
+  for (const [vocab, p, kept] of [[4, 0.5, [0, 1]], [6, 0.4, [0, 1, 2]], [64, 0.1, [0, 1, 2, 3, 4, 5, 6]]]) {
+    const tied = nextTokenProbs(new Float64Array(vocab), 1, null, p);
+    assert.deepEqual(Array.from(tied.keys()).filter((i) => tied[i] > 0), kept, `${vocab} tied tokens, p=${p}`);
+  }
   assert.throws(() => nextTokenProbs(logits, 0), RangeError);
   assert.throws(() => nextTokenProbs(logits, 1, 0), RangeError);
   assert.throws(() => nextTokenProbs(logits, 1, null, 1.5), RangeError);

@@ -165,7 +165,8 @@ export function readTopK(value, V) {
 
 // attnbook.sampling.next_token_probs for one row of logits: divide by the
 // temperature, keep the topK most likely (ties with the k-th kept), then the
-// nucleus of mass topP (sorted from the most likely down, a token is kept if
+// nucleus of mass topP (sorted from the most likely down, equal ones lower
+// index first, as attnbook.sampling sorts them; a token is kept if
 // those before it add up to less than topP), and renormalise. null skips a filter.
 export function nextTokenProbs(logits, temperature = 1, topK = null, topP = null) {
   if (!(temperature > 0 && Number.isFinite(temperature))) throw new RangeError(`temperature must be > 0, got ${temperature}`);
