@@ -187,9 +187,8 @@ def test_fragment_passes_axe_with_a_note_shown(browser, explorer, fragment_page,
 
     with open_fragment(browser, fragment_page, explorer, color_scheme=scheme) as offline:
         page = offline.page
-        assert page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches") == (
-            scheme == "dark"
-        )
+        dark = page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
+        assert dark == (scheme == "dark"), f"the page is not in {scheme} mode"
         explorer.show_note(page)
         assert page.locator(f"{explorer.host} .attnbook-live-note").is_visible()
         assert blocking_violations(page) == []
