@@ -3,8 +3,8 @@
 Each ``tests/test_live_browser*.py`` describes its explorer in a module-level
 :class:`Explorer` named ``EXPLORER`` (what it types or draws, what it compares
 with PyTorch) and imports the shared tests below, which pytest then collects in
-that module: the fixtures ``explorer`` and ``fragment_page`` (tests/conftest.py)
-read its ``EXPLORER``.
+that module (``from tests.live_harness import *``): the fixtures ``explorer``
+and ``fragment_page`` (tests/conftest.py) read its ``EXPLORER``.
 
 The harness: a page holding only the explorer's fragment (no site needed) or
 the built chapter page (``make book``), served on 127.0.0.1 and opened in an
@@ -29,6 +29,15 @@ from tools.site import page_weight, require_site, serve
 DESKTOP = {"width": 1280, "height": 900}
 PAGE_BUDGET = 1024 * 1024  # bytes: the page with the runtime and the weights
 STATE = 'class="attnbook-live-state">'
+
+# The tests every explorer runs: ``from tests.live_harness import *`` puts them
+# in a test module, where pytest collects them with that module's EXPLORER.
+__all__ = [
+    "test_built_page_runs_the_chapter_model_offline",
+    "test_fragment_passes_axe_with_a_note_shown",
+    "test_fragment_runs_pytorch_forward_offline",
+    "test_fragment_shows_stored_picture_without_javascript",
+]
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,7 @@
 typed dates, read back from the page's data attributes, give PyTorch's answers,
 logits and attention weights on the same float16 weights.
 
-The harness (fragment page, built page, offline, axe in light and dark mode,
-phone width, no JavaScript) is tests/live_harness.py; this module says what is
-typed and what is compared.
+The harness and the tests every explorer runs: tests/live_harness.py.
 """
 
 from __future__ import annotations
@@ -14,16 +12,8 @@ import torch
 
 from attnbook.widgets import live
 from attnbook.widgets.live._pack_dates import run, unpack_gru_seq2seq
-from tests.live_harness import (  # noqa: F401 (the shared tests, collected here)
-    Explorer,
-    assert_fits,
-    assert_labelled,
-    open_fragment,
-    test_built_page_runs_the_chapter_model_offline,
-    test_fragment_passes_axe_with_a_note_shown,
-    test_fragment_runs_pytorch_forward_offline,
-    test_fragment_shows_stored_picture_without_javascript,
-)
+from tests.live_harness import *  # noqa: F403 (the shared tests, collected here)
+from tests.live_harness import Explorer, assert_fits, assert_labelled, open_fragment
 
 HOST = ".attnbook-live-dates"
 

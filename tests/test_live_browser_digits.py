@@ -3,9 +3,7 @@ the page (mouse, keyboard, a finger on a 390 px phone, a test image picked),
 read back from the page's data attributes, equals PyTorch's numbers on the same
 weights: logits, raw attention, rollout and occlusion under both fills.
 
-The harness (fragment page, built page, offline, axe in light and dark mode,
-phone width, no JavaScript) is tests/live_harness.py; this module says what is
-drawn and what is compared.
+The harness and the tests every explorer runs: tests/live_harness.py.
 """
 
 from __future__ import annotations
@@ -14,17 +12,14 @@ import torch
 
 from attnbook.widgets import live
 from attnbook.widgets.live.digits import fill_image, run
-from tests.live_harness import (  # noqa: F401 (the shared tests, collected here)
+from tests.live_harness import *  # noqa: F403 (the shared tests, collected here)
+from tests.live_harness import (
     Explorer,
     assert_fits,
     assert_labelled,
     offline_page,
     open_fragment,
     tab_through,
-    test_built_page_runs_the_chapter_model_offline,
-    test_fragment_passes_axe_with_a_note_shown,
-    test_fragment_runs_pytorch_forward_offline,
-    test_fragment_shows_stored_picture_without_javascript,
     write_page,
 )
 

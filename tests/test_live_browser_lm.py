@@ -4,9 +4,7 @@ and attention of the last position, the filtered next-character distribution
 (attnbook.sampling.next_token_probs), the greedy continuation (lm.generate) and
 the sampled one (PyTorch's distributions at the page's seeded numbers).
 
-The harness (fragment page, built page, offline, axe in light and dark mode,
-phone width, no JavaScript) is tests/live_harness.py; this module says what is
-typed and what is compared.
+The harness and the tests every explorer runs: tests/live_harness.py.
 """
 
 from __future__ import annotations
@@ -17,17 +15,8 @@ import torch
 from attnbook import sampling
 from attnbook.widgets import live
 from attnbook.widgets.live.lm import CONTINUE, continuation, knobs, run
-from tests.live_harness import (  # noqa: F401 (the shared tests, collected here)
-    Explorer,
-    assert_fits,
-    assert_labelled,
-    open_fragment,
-    tab_through,
-    test_built_page_runs_the_chapter_model_offline,
-    test_fragment_passes_axe_with_a_note_shown,
-    test_fragment_runs_pytorch_forward_offline,
-    test_fragment_shows_stored_picture_without_javascript,
-)
+from tests.live_harness import *  # noqa: F403 (the shared tests, collected here)
+from tests.live_harness import Explorer, assert_fits, assert_labelled, open_fragment, tab_through
 
 TYPED = "Attention is "
 
