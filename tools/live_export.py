@@ -49,6 +49,19 @@ def short(values: torch.Tensor) -> list[float]:
     return [float(f"{v:.9g}") for v in values.flatten().tolist()]
 
 
+def layer_norm_case(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor) -> dict:
+    """A fixture of the runtime's layer norm: the rows of ``x`` normalised by PyTorch."""
+    n, width = x.shape
+    return {
+        "x": x.flatten().tolist(),
+        "n": n,
+        "width": width,
+        "gamma": gamma.tolist(),
+        "beta": beta.tolist(),
+        "expected": torch.nn.functional.layer_norm(x, (width,), gamma, beta).flatten().tolist(),
+    }
+
+
 def main(steps: list[str]) -> int:
     unknown = [step for step in steps if step not in STEPS]
     if unknown:

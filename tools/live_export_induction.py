@@ -32,7 +32,7 @@ from attnbook.widgets.live.induction import (
     run,
 )
 
-from .live_export import FIXTURES, LIVE, short
+from .live_export import FIXTURES, LIVE, layer_norm_case, short
 
 
 def export_weights() -> None:
@@ -102,14 +102,7 @@ def export_fixtures() -> None:
             "bytes": list(halves.tobytes()),
             "values": [v if np.isfinite(v) else str(v) for v in halves.astype(float).tolist()],
         },
-        "layer_norm": {
-            "x": x.flatten().tolist(),
-            "n": 5,
-            "width": 16,
-            "gamma": gamma.tolist(),
-            "beta": beta.tolist(),
-            "expected": torch.nn.functional.layer_norm(x, (16,), gamma, beta).flatten().tolist(),
-        },
+        "layer_norm": layer_norm_case(x, gamma, beta),
         "causal_softmax": {
             "scores": scores.flatten().tolist(),
             "n": 6,

@@ -20,7 +20,7 @@ from attnbook import lm as lm_module
 from attnbook.widgets.live import _pack_lm
 from attnbook.widgets.live import lm as live_lm
 
-from .live_export import FIXTURES, LIVE, short
+from .live_export import FIXTURES, LIVE, layer_norm_case, short
 
 
 def export_weights() -> None:
@@ -137,14 +137,7 @@ def export_fixtures() -> None:
     runtime = {
         "gelu": {"x": x.tolist(), "expected": torch.nn.functional.gelu(x).tolist()},
         "erf": {"x": x.tolist(), "expected": [math.erf(v) for v in x.tolist()]},
-        "layer_norm": {
-            "x": ln_x.flatten().tolist(),
-            "n": 4,
-            "width": 64,
-            "gamma": ln_w.tolist(),
-            "beta": ln_b.tolist(),
-            "expected": torch.nn.functional.layer_norm(ln_x, (64,), ln_w, ln_b).flatten().tolist(),
-        },
+        "layer_norm": layer_norm_case(ln_x, ln_w, ln_b),
         "seeded": {
             str(seed): [1 - u for u in live_lm.seeded_uniforms(seed, 8)]
             for seed in (0, 1, 42, 4294967295)
