@@ -126,6 +126,23 @@ def open_fragment(browser, fragment_page, explorer: Explorer, **context):
     return offline_page(browser, folder, "index.html", explorer, **context)
 
 
+@contextmanager
+def open_at_width(browser, fragment_page, explorer: Explorer, width: int, **context):
+    """:func:`open_fragment` ``width`` px wide, its page checked to fit
+    (:func:`assert_fits`); yields the page."""
+    viewport = {"width": width, "height": context.pop("height", 900)}
+    with open_fragment(browser, fragment_page, explorer, viewport=viewport, **context) as offline:
+        assert_fits(offline.page, explorer, width)
+        yield offline
+
+
+def retype(page, field: str, text: str) -> None:
+    """Empty the field ``field`` (a selector), then type ``text`` a key at a time."""
+    locator = page.locator(field)
+    locator.fill("")
+    locator.press_sequentially(text)
+
+
 def assert_labelled(page, explorer: Explorer) -> None:
     """Every form control has a label; one ``role=status`` announces the result."""
     unlabelled = page.evaluate(

@@ -11,8 +11,8 @@ import torch
 
 from attnbook.widgets import live
 from attnbook.widgets.live.induction import run
+from tests import live_harness as harness
 from tests.live_harness import *  # noqa: F403 (the shared tests, collected here)
-from tests.live_harness import Explorer, assert_fits, assert_labelled, open_fragment, tab_through
 
 TYPED = "7 21 3 44 9 30 7 21 3 44"  # a segment of four tokens, repeated
 
@@ -36,9 +36,7 @@ def result(page) -> dict:
 
 
 def type_into(page, text: str) -> dict:
-    field = page.locator(".attnbook-live input[type=text]")
-    field.fill("")
-    field.press_sequentially(text)
+    harness.retype(page, ".attnbook-live input[type=text]", text)
     return result(page)
 
 
@@ -96,7 +94,7 @@ def drive(page, state: dict) -> None:
     check_against_pytorch(shown, weights, arch, heads)
 
 
-EXPLORER = Explorer(
+EXPLORER = harness.Explorer(
     host=".attnbook-live",
     page="book/induction-heads.html",
     widget=live.induction_live,
@@ -107,10 +105,10 @@ EXPLORER = Explorer(
 
 
 def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
-    with open_fragment(browser, fragment_page, EXPLORER) as offline:
+    with harness.open_fragment(browser, fragment_page, EXPLORER) as offline:
         page = offline.page
-        assert_labelled(page, EXPLORER)
-        reached = tab_through(page, 5)
+        harness.assert_labelled(page, EXPLORER)
+        reached = harness.tab_through(page, 5)
         assert reached[:3] == ["INPUT:text", "BUTTON:button", "INPUT:range"]
         for _ in range(4):
             page.keyboard.press("Shift+Tab")
@@ -120,10 +118,8 @@ def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_fragment_fits_desktop_and_phone(browser, fragment_page, width):
-    viewport = {"width": width, "height": 900}
-    with open_fragment(browser, fragment_page, EXPLORER, viewport=viewport) as offline:
+    with harness.open_at_width(browser, fragment_page, EXPLORER, width) as offline:
         page = offline.page
-        assert_fits(page, EXPLORER, width)
         canvases = page.evaluate(
             """() => [...document.querySelectorAll('.attnbook-live canvas')].map(el => {
                 const r = el.getBoundingClientRect();

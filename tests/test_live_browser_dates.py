@@ -12,8 +12,8 @@ import torch
 
 from attnbook.widgets import live
 from attnbook.widgets.live._pack_dates import run, unpack_gru_seq2seq
+from tests import live_harness as harness
 from tests.live_harness import *  # noqa: F403 (the shared tests, collected here)
-from tests.live_harness import Explorer, assert_fits, assert_labelled, open_fragment
 
 HOST = ".attnbook-live-dates"
 
@@ -42,9 +42,7 @@ def result(page) -> dict:
 
 
 def type_into(page, text: str) -> dict:
-    field = page.locator(f"{HOST} input[type=text]")
-    field.fill("")
-    field.press_sequentially(text)
+    harness.retype(page, f"{HOST} input[type=text]", text)
     return result(page)
 
 
@@ -132,7 +130,7 @@ def show_note(page) -> None:
     type_into(page, "3 Mar 1999 (Wed.)")
 
 
-EXPLORER = Explorer(
+EXPLORER = harness.Explorer(
     host=HOST,
     page="book/cross-attention.html",
     widget=live.dates_live,
@@ -144,9 +142,9 @@ EXPLORER = Explorer(
 
 
 def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
-    with open_fragment(browser, fragment_page, EXPLORER) as offline:
+    with harness.open_fragment(browser, fragment_page, EXPLORER) as offline:
         page = offline.page
-        assert_labelled(page, EXPLORER)
+        harness.assert_labelled(page, EXPLORER)
         page.keyboard.press("Tab")
         assert page.evaluate("document.activeElement.type") == "text"
         page.keyboard.press("Tab")
@@ -158,10 +156,8 @@ def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_fragment_fits_desktop_and_phone(browser, fragment_page, width):
-    viewport = {"width": width, "height": 900}
-    with open_fragment(browser, fragment_page, EXPLORER, viewport=viewport) as offline:
+    with harness.open_at_width(browser, fragment_page, EXPLORER, width) as offline:
         page = offline.page
-        assert_fits(page, EXPLORER, width)
         box = page.evaluate(
             """(selector) => {
                 const host = document.querySelector(selector);

@@ -12,16 +12,8 @@ import torch
 
 from attnbook.widgets import live
 from attnbook.widgets.live.digits import fill_image, run
+from tests import live_harness as harness
 from tests.live_harness import *  # noqa: F403 (the shared tests, collected here)
-from tests.live_harness import (
-    Explorer,
-    assert_fits,
-    assert_labelled,
-    offline_page,
-    open_fragment,
-    tab_through,
-    write_page,
-)
 
 HOST = ".attnbook-live-digits"
 
@@ -130,7 +122,7 @@ def show_note(page) -> None:
     page.locator(f"{HOST} button").click()  # a blank grid: the note shows
 
 
-EXPLORER = Explorer(
+EXPLORER = harness.Explorer(
     host=HOST,
     page="book/vision-transformer.html",
     widget=live.digits_live,
@@ -142,10 +134,10 @@ EXPLORER = Explorer(
 
 
 def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
-    with open_fragment(browser, fragment_page, EXPLORER) as offline:
+    with harness.open_fragment(browser, fragment_page, EXPLORER) as offline:
         page = offline.page
-        assert_labelled(page, EXPLORER)
-        reached = [tag.split(":")[0] for tag in tab_through(page, 5)]
+        harness.assert_labelled(page, EXPLORER)
+        reached = [tag.split(":")[0] for tag in harness.tab_through(page, 5)]
         assert reached == ["SELECT", "BUTTON", "SELECT", "SELECT", "CANVAS"]
         page.keyboard.press("Space")  # ink the focus cell (3, 3) from the keyboard
         assert result(page)["pixels"][3 * 8 + 3] > 0
@@ -153,10 +145,9 @@ def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
 
 def test_phone_draws_with_a_finger_and_fits(browser, fragment_page):
     _, widget = fragment_page
-    phone = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
-    with open_fragment(browser, fragment_page, EXPLORER, **phone) as offline:
+    phone = {"height": 844, "has_touch": True, "is_mobile": True}
+    with harness.open_at_width(browser, fragment_page, EXPLORER, 390, **phone) as offline:
         page = offline.page
-        assert_fits(page, EXPLORER, 390)
         page.locator(f"{HOST} button").tap()  # clear
         canvas = page.locator(f"{HOST} canvas").first
         canvas.scroll_into_view_if_needed()
@@ -187,8 +178,8 @@ def test_captions_follow_the_models_patches_and_blocks(browser, tmp_path):
     from attnbook.vit import TinyViT
 
     widget = live.digits_live(TinyViT(patch_size=4, num_layers=3))
-    write_page(tmp_path, widget)
-    with offline_page(browser, tmp_path, "index.html", EXPLORER) as offline:
+    harness.write_page(tmp_path, widget)
+    with harness.offline_page(browser, tmp_path, "index.html", EXPLORER) as offline:
         page = offline.page
         captions = page.locator(f"{HOST} figcaption").all_inner_texts()
         assert "your digit (8 x 8 pixels, 4 x 4 patches in orange)" in captions

@@ -15,8 +15,8 @@ import torch
 from attnbook import sampling
 from attnbook.widgets import live
 from attnbook.widgets.live.lm import CONTINUE, continuation, knobs, run
+from tests import live_harness as harness
 from tests.live_harness import *  # noqa: F403 (the shared tests, collected here)
-from tests.live_harness import Explorer, assert_fits, assert_labelled, open_fragment, tab_through
 
 TYPED = "Attention is "
 
@@ -46,9 +46,7 @@ def result(page) -> dict:
 
 
 def type_into(page, text: str) -> dict:
-    field = page.locator(".attnbook-live-lm textarea")
-    field.fill("")
-    field.press_sequentially(text)
+    harness.retype(page, ".attnbook-live-lm textarea", text)
     return result(page)
 
 
@@ -174,7 +172,7 @@ def show_note(page) -> None:
     assert page.locator(".attnbook-live-note").get_attribute("aria-live") == "polite"
 
 
-EXPLORER = Explorer(
+EXPLORER = harness.Explorer(
     host=".attnbook-live-lm",
     page="book/causal-language-model.html",
     widget=live.lm_live,
@@ -185,10 +183,10 @@ EXPLORER = Explorer(
 
 
 def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
-    with open_fragment(browser, fragment_page, EXPLORER) as offline:
+    with harness.open_fragment(browser, fragment_page, EXPLORER) as offline:
         page = offline.page
-        assert_labelled(page, EXPLORER)
-        assert tab_through(page, 8) == [
+        harness.assert_labelled(page, EXPLORER)
+        assert harness.tab_through(page, 8) == [
             "TEXTAREA:textarea",
             "INPUT:range",
             "INPUT:number",
@@ -206,10 +204,8 @@ def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_fragment_fits_desktop_and_phone(browser, fragment_page, width):
-    viewport = {"width": width, "height": 900}
-    with open_fragment(browser, fragment_page, EXPLORER, viewport=viewport) as offline:
+    with harness.open_at_width(browser, fragment_page, EXPLORER, width) as offline:
         page = offline.page
-        assert_fits(page, EXPLORER, width)
         table = page.evaluate(
             "document.querySelector('.attnbook-live-lm table').getBoundingClientRect().width"
         )
