@@ -311,9 +311,9 @@ vit-sweep: $(STAMP)
 # `make seq2seq-runs` train them, about 35 s), chapter 10's packed from the
 # shipped checkpoint.
 live-weights: $(STAMP)
-	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py weights fixtures dates-weights dates-fixtures
-	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py lm-weights lm-fixtures
-	OMP_NUM_THREADS=1 $(BIN)/python tools/live_export.py digits-weights digits-fixtures
+	OMP_NUM_THREADS=1 $(BIN)/python -m tools.live_export weights fixtures dates-weights dates-fixtures
+	OMP_NUM_THREADS=1 $(BIN)/python -m tools.live_export lm-weights lm-fixtures
+	OMP_NUM_THREADS=1 $(BIN)/python -m tools.live_export digits-weights digits-fixtures
 
 bench: $(STAMP) book
 	$(BIN)/python -m tools.bench

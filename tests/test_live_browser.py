@@ -1,24 +1,19 @@
 """The live explorer of chapter 11 in headless Chromium, offline: typed input, read
 back from the page's data attributes, equals PyTorch's forward on the same weights.
 
-Runs on a page holding only the explorer's fragment (no site needed) and on the
-built chapter page (`make book`). Every request that is not to the local test
-server is aborted and recorded (tools.browser.Offline); so are console errors.
+The harness and the tests every explorer runs: tests/live_harness.py.
 """
 
 from __future__ import annotations
-
-import json
 
 import pytest
 import torch
 
 from attnbook.widgets import live
 from attnbook.widgets.live.induction import run
-from tools.browser import Offline
-from tools.site import page_weight, require_site, serve
+from tests import live_harness as harness
+from tests.live_harness import *  # noqa: F403 (the shared tests, collected here)
 
-LIVE_PAGE = "book/induction-heads.html"
 TYPED = "7 21 3 44 9 30 7 21 3 44"  # a segment of four tokens, repeated
 
 
@@ -41,9 +36,7 @@ def result(page) -> dict:
 
 
 def type_into(page, text: str) -> dict:
-    field = page.locator(".attnbook-live input[type=text]")
-    field.fill("")
-    field.press_sequentially(text)
+    harness.retype(page, ".attnbook-live input[type=text]", text)
     return result(page)
 
 
@@ -64,8 +57,8 @@ def check_against_pytorch(shown: dict, weights: bytes, arch: dict, heads: dict) 
     return worst
 
 
-def drive(page, weights: bytes, arch: dict, heads: dict) -> None:
-    page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
+def drive(page, state: dict) -> None:
+    weights, arch, heads = state["weights"], state["arch"], state["heads"]
     start = result(page)
     assert start["tokens"] and start["note"] == "" and len(start["status"]) > 40
     check_against_pytorch(start, weights, arch, heads)
@@ -101,153 +94,41 @@ def drive(page, weights: bytes, arch: dict, heads: dict) -> None:
     check_against_pytorch(shown, weights, arch, heads)
 
 
-@pytest.fixture(scope="module")
-def fragment_page(tmp_path_factory):
-    widget = live.induction_live()
-    folder = tmp_path_factory.mktemp("live")
-    (folder / "index.html").write_text(
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width'><title>live</title></head>"
-        f"<body>{widget.to_html()}</body></html>",
-        encoding="utf-8",
-    )
-    return folder, widget
-
-
-def test_fragment_runs_pytorch_forward_offline(browser, fragment_page):
-    folder, widget = fragment_page
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            offline.page.goto(f"{base}/index.html")
-            drive(offline.page, widget.weights, widget.arch, widget.heads)
-    finally:
-        offline.close()
-    assert offline.blocked == []
-    assert offline.errors == []
+EXPLORER = harness.Explorer(
+    host=".attnbook-live",
+    page="book/induction-heads.html",
+    widget=live.induction_live,
+    drive=drive,
+    show_note=lambda page: type_into(page, "3 x 70 5"),
+    fits="input,button,canvas,label,[role=status]",
+)
 
 
 def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
-    folder, _ = fragment_page
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
-            unlabelled = page.evaluate(
-                """() => [...document.querySelectorAll('.attnbook-live input')]
-                       .filter(el => !el.labels.length).map(el => el.outerHTML)"""
-            )
-            assert unlabelled == []
-            assert page.locator(".attnbook-live [role=status]").count() == 1
-            reached = []
-            page.keyboard.press("Tab")
-            for _ in range(5):
-                reached.append(
-                    page.evaluate(
-                        "document.activeElement.tagName + ':' + (document.activeElement.type || '')"
-                    )
-                )
-                page.keyboard.press("Tab")
-            assert reached[:3] == ["INPUT:text", "BUTTON:button", "INPUT:range"]
+    with harness.open_fragment(browser, fragment_page, EXPLORER) as offline:
+        page = offline.page
+        harness.assert_labelled(page, EXPLORER)
+        reached = harness.tab_through(page, 5)
+        assert reached[:3] == ["INPUT:text", "BUTTON:button", "INPUT:range"]
+        for _ in range(4):
             page.keyboard.press("Shift+Tab")
-            page.keyboard.press("Shift+Tab")
-            page.keyboard.press("Shift+Tab")
-            page.keyboard.press("Shift+Tab")
-            page.keyboard.press("Enter")  # the random-sequence button, from the keyboard
-            assert len(result(page)["tokens"]) == 40
-    finally:
-        offline.close()
-    assert offline.errors == []
+        page.keyboard.press("Enter")  # the random-sequence button, from the keyboard
+        assert len(result(page)["tokens"]) == 40
 
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_fragment_fits_desktop_and_phone(browser, fragment_page, width):
-    folder, _ = fragment_page
-    offline = Offline(browser, viewport={"width": width, "height": 900})
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
-            box = page.evaluate(
-                """() => {
-                    const host = document.querySelector('.attnbook-live');
-                    const rect = el => el.getBoundingClientRect();
-                    const canvases = [...host.querySelectorAll('canvas')].map(rect);
-                    return {page: document.documentElement.scrollWidth,
-                            right: Math.max(...[...host.querySelectorAll('input,button,canvas,label,[role=status]')]
-                                .map(el => rect(el).right)),
-                            canvases: canvases.map(r => [r.left, r.top, r.width])};
-                }"""
-            )
-            assert box["page"] <= width, f"the page scrolls sideways at {width} px"
-            assert box["right"] <= width
-            assert all(w > 200 for _, _, w in box["canvases"])
-            if width == 1280:  # the two heads side by side
-                (l0, t0, _), (l1, t1, _) = box["canvases"]
-                assert abs(t0 - t1) < 40 and l1 > l0 + 200
-            # The field is usable: typing still works.
-            assert type_into(page, "1 2 3 1 2")["tokens"] == [1, 2, 3, 1, 2]
-    finally:
-        offline.close()
-    assert offline.errors == []
-
-
-def test_fragment_shows_stored_picture_without_javascript(browser, fragment_page):
-    folder, widget = fragment_page
-    context = browser.new_context(java_script_enabled=False)
-    try:
-        page = context.new_page()
-        with serve(folder) as base:
-            page.goto(f"{base}/index.html")
-            img = page.locator(".attnbook-live-fallback")
-            assert img.is_visible()
-            assert img.evaluate("el => el.naturalWidth") > 400
-            assert img.get_attribute("alt") == widget.summary()
-            assert page.locator(".attnbook-live").count() == 0
-    finally:
-        context.close()
-
-
-def test_built_page_runs_the_chapter_model_offline(browser):
-    site = require_site()
-    path = site / LIVE_PAGE
-    assert page_weight(path) <= 1024 * 1024
-    html = path.read_text(encoding="utf-8")
-    assert html.count('class="attnbook-live-host"') == 1
-    # The state the page carries: the notebook's model, packed.
-    start = html.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
-    state = json.loads(html[start : html.index("</script>", start)])
-    import base64
-
-    weights = base64.b64decode(state["weights"])
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(site) as base:
-            offline.page.goto(f"{base}/{LIVE_PAGE}", wait_until="load")
-            offline.page.locator(".attnbook-live").scroll_into_view_if_needed()
-            drive(offline.page, weights, state["arch"], state["heads"])
-    finally:
-        offline.close()
-    assert offline.blocked == []
-    assert offline.errors == []
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_fragment_passes_axe_with_a_note_shown(browser, fragment_page, scheme):
-    from tests.test_reading import blocking_violations
-
-    folder, _ = fragment_page
-    offline = Offline(browser, color_scheme=scheme, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
-            assert type_into(page, "3 x 70 5")["noteShown"]
-            assert blocking_violations(page) == []
-    finally:
-        offline.close()
-    assert offline.errors == []
+    with harness.open_at_width(browser, fragment_page, EXPLORER, width) as offline:
+        page = offline.page
+        canvases = page.evaluate(
+            """() => [...document.querySelectorAll('.attnbook-live canvas')].map(el => {
+                const r = el.getBoundingClientRect();
+                return [r.left, r.top, r.width];
+            })"""
+        )
+        assert all(w > 200 for _, _, w in canvases)
+        if width == 1280:  # the two heads side by side
+            (l0, t0, _), (l1, t1, _) = canvases
+            assert abs(t0 - t1) < 40 and l1 > l0 + 200
+        # The field is usable: typing still works.
+        assert type_into(page, "1 2 3 1 2")["tokens"] == [1, 2, 3, 1, 2]

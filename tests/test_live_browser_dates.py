@@ -2,25 +2,19 @@
 typed dates, read back from the page's data attributes, give PyTorch's answers,
 logits and attention weights on the same float16 weights.
 
-Runs on a page holding only the explorer's fragment (no site needed) and on the
-built chapter page (`make book`). Every request that is not to the local test
-server is aborted and recorded (tools.browser.Offline); so are console errors.
+The harness and the tests every explorer runs: tests/live_harness.py.
 """
 
 from __future__ import annotations
-
-import base64
-import json
 
 import pytest
 import torch
 
 from attnbook.widgets import live
 from attnbook.widgets.live._pack_dates import run, unpack_gru_seq2seq
-from tools.browser import Offline
-from tools.site import page_weight, require_site, serve
+from tests import live_harness as harness
+from tests.live_harness import *  # noqa: F403 (the shared tests, collected here)
 
-LIVE_PAGE = "book/cross-attention.html"
 HOST = ".attnbook-live-dates"
 
 
@@ -48,9 +42,7 @@ def result(page) -> dict:
 
 
 def type_into(page, text: str) -> dict:
-    field = page.locator(f"{HOST} input[type=text]")
-    field.fill("")
-    field.press_sequentially(text)
+    harness.retype(page, f"{HOST} input[type=text]", text)
     return result(page)
 
 
@@ -82,7 +74,6 @@ def check_against_pytorch(shown: dict, state: dict) -> float:
 
 
 def drive(page, state: dict) -> float:
-    page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
     start = result(page)
     assert start["text"] == state["text"] and start["note"] == "" and len(start["status"]) > 80
     worst = check_against_pytorch(start, state)
@@ -135,150 +126,50 @@ def drive(page, state: dict) -> float:
     return worst
 
 
-def _state(html: str) -> dict:
-    start = html.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
-    state = json.loads(html[start : html.index("</script>", start)])
-    for key in ("weights", "plain_weights"):
-        state[key] = base64.b64decode(state[key])
-    return state
+def show_note(page) -> None:
+    type_into(page, "3 Mar 1999 (Wed.)")
 
 
-@pytest.fixture(scope="module")
-def fragment_page(tmp_path_factory):
-    widget = live.dates_live()
-    folder = tmp_path_factory.mktemp("live-dates")
-    (folder / "index.html").write_text(
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width'><title>live dates</title></head>"
-        f"<body>{widget.to_html()}</body></html>",
-        encoding="utf-8",
-    )
-    return folder, widget
-
-
-def test_fragment_answers_as_pytorch_offline(browser, fragment_page):
-    folder, widget = fragment_page
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            offline.page.goto(f"{base}/index.html")
-            html = (folder / "index.html").read_text(encoding="utf-8")
-            worst = drive(offline.page, _state(html))
-    finally:
-        offline.close()
-    print(f"largest difference from PyTorch: {worst:.2e}")
-    assert offline.blocked == []
-    assert offline.errors == []
+EXPLORER = harness.Explorer(
+    host=HOST,
+    page="book/cross-attention.html",
+    widget=live.dates_live,
+    drive=drive,
+    show_note=show_note,
+    fits="input,button,label,[role=status],.attnbook-live-strip",
+    fallback_width=300,
+)
 
 
 def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
-    folder, _ = fragment_page
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
-            unlabelled = page.evaluate(
-                """() => [...document.querySelectorAll('.attnbook-live input')]
-                       .filter(el => !el.labels.length).map(el => el.outerHTML)"""
-            )
-            assert unlabelled == []
-            assert page.locator(f"{HOST} [role=status]").count() == 1
-            page.keyboard.press("Tab")
-            assert page.evaluate("document.activeElement.type") == "text"
-            page.keyboard.press("Tab")
-            assert page.evaluate("document.activeElement.textContent") == "3 March 1999"
-            page.keyboard.press("Tab")
-            page.keyboard.press("Enter")  # the second suggestion, from the keyboard
-            assert result(page)["text"] == "1999/3/3"
-    finally:
-        offline.close()
-    assert offline.errors == []
+    with harness.open_fragment(browser, fragment_page, EXPLORER) as offline:
+        page = offline.page
+        harness.assert_labelled(page, EXPLORER)
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.type") == "text"
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "3 March 1999"
+        page.keyboard.press("Tab")
+        page.keyboard.press("Enter")  # the second suggestion, from the keyboard
+        assert result(page)["text"] == "1999/3/3"
 
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_fragment_fits_desktop_and_phone(browser, fragment_page, width):
-    folder, _ = fragment_page
-    offline = Offline(browser, viewport={"width": width, "height": 900})
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
-            box = page.evaluate(
-                """(selector) => {
-                    const host = document.querySelector(selector);
-                    const rect = el => el.getBoundingClientRect();
-                    const answers = [...host.querySelectorAll('.attnbook-live-answer')].map(rect);
-                    return {page: document.documentElement.scrollWidth,
-                            right: Math.max(...[...host.querySelectorAll('input,button,label,[role=status],.attnbook-live-strip')]
-                                .map(el => rect(el).right)),
-                            canvas: rect(host.querySelector('canvas')).width,
-                            answers: answers.map(r => [r.left, r.top])};
-                }""",
-                HOST,
-            )
-            assert box["page"] <= width, f"the page scrolls sideways at {width} px"
-            assert box["right"] <= width
-            assert box["canvas"] > 200
-            (l0, t0), (l1, t1) = box["answers"]
-            if width == 1280:  # the two answers side by side
-                assert abs(t0 - t1) < 5 and l1 > l0 + 200
-            assert type_into(page, "17/11/72")["answer"] == "1972-11-17"
-    finally:
-        offline.close()
-    assert offline.errors == []
-
-
-def test_fragment_shows_stored_picture_without_javascript(browser, fragment_page):
-    folder, widget = fragment_page
-    context = browser.new_context(java_script_enabled=False)
-    try:
-        page = context.new_page()
-        with serve(folder) as base:
-            page.goto(f"{base}/index.html")
-            img = page.locator(".attnbook-live-fallback")
-            assert img.is_visible()
-            assert img.evaluate("el => el.naturalWidth") > 300
-            assert img.get_attribute("alt") == widget.summary()
-            assert page.locator(HOST).count() == 0
-    finally:
-        context.close()
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_fragment_passes_axe_with_a_note_shown(browser, fragment_page, scheme):
-    from tests.test_reading import blocking_violations
-
-    folder, _ = fragment_page
-    offline = Offline(browser, color_scheme=scheme, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
-            assert type_into(page, "3 Mar 1999 (Wed.)")["noteShown"]
-            assert blocking_violations(page) == []
-    finally:
-        offline.close()
-    assert offline.errors == []
-
-
-def test_built_page_runs_the_chapter_models_offline(browser):
-    site = require_site()
-    path = site / LIVE_PAGE
-    assert page_weight(path) <= 1024 * 1024
-    html = path.read_text(encoding="utf-8")
-    assert html.count('class="attnbook-live-host"') == 1
-    state = _state(html)
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(site) as base:
-            offline.page.goto(f"{base}/{LIVE_PAGE}", wait_until="load")
-            offline.page.locator(HOST).scroll_into_view_if_needed()
-            drive(offline.page, state)
-    finally:
-        offline.close()
-    assert offline.blocked == []
-    assert offline.errors == []
+    with harness.open_at_width(browser, fragment_page, EXPLORER, width) as offline:
+        page = offline.page
+        box = page.evaluate(
+            """(selector) => {
+                const host = document.querySelector(selector);
+                const rect = el => el.getBoundingClientRect();
+                const answers = [...host.querySelectorAll('.attnbook-live-answer')].map(rect);
+                return {canvas: rect(host.querySelector('canvas')).width,
+                        answers: answers.map(r => [r.left, r.top])};
+            }""",
+            HOST,
+        )
+        assert box["canvas"] > 200
+        (l0, t0), (l1, t1) = box["answers"]
+        if width == 1280:  # the two answers side by side
+            assert abs(t0 - t1) < 5 and l1 > l0 + 200
+        assert type_into(page, "17/11/72")["answer"] == "1972-11-17"

@@ -3,25 +3,18 @@ the page (mouse, keyboard, a finger on a 390 px phone, a test image picked),
 read back from the page's data attributes, equals PyTorch's numbers on the same
 weights: logits, raw attention, rollout and occlusion under both fills.
 
-Runs on a page holding only the explorer's fragment (no site needed) and on the
-built chapter page (`make book`). Every request that is not to the local test
-server is aborted and recorded (tools.browser.Offline); so are console errors.
+The harness and the tests every explorer runs: tests/live_harness.py.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-
-import pytest
 import torch
 
 from attnbook.widgets import live
 from attnbook.widgets.live.digits import fill_image, run
-from tools.browser import Offline
-from tools.site import page_weight, require_site, serve
+from tests import live_harness as harness
+from tests.live_harness import *  # noqa: F403 (the shared tests, collected here)
 
-LIVE_PAGE = "book/vision-transformer.html"
 HOST = ".attnbook-live-digits"
 
 
@@ -78,8 +71,8 @@ def stroke_with_mouse(page, cells: list[tuple[int, int]]) -> None:
     page.mouse.up()
 
 
-def drive(page, weights: bytes, arch: dict, mean_image, examples) -> float:
-    page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
+def drive(page, state: dict) -> float:
+    weights, arch, mean_image = state["weights"], state["arch"], state["mean_image"]
     start = result(page)
     assert start["note"] == "" and start["fill"] == "zero" and "reads a" in start["status"]
     worst = check_against_pytorch(start, weights, arch, mean_image)
@@ -119,167 +112,64 @@ def drive(page, weights: bytes, arch: dict, mean_image, examples) -> float:
     worst = max(worst, check_against_pytorch(mean, weights, arch, mean_image))
     page.locator(f"{HOST} select").first.select_option("3")
     picked = result(page)
-    assert picked["pixels"] == [v / 16 for v in examples[3]["ink"]]
+    assert picked["pixels"] == [v / 16 for v in state["examples"][3]["ink"]]
     worst = max(worst, check_against_pytorch(picked, weights, arch, mean_image))
     page.locator(f"{HOST} select").nth(2).select_option("zero")
     return max(worst, check_against_pytorch(result(page), weights, arch, mean_image))
 
 
-@pytest.fixture(scope="module")
-def fragment_page(tmp_path_factory):
-    widget = live.digits_live()
-    folder = tmp_path_factory.mktemp("live-digits")
-    (folder / "index.html").write_text(
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width'><title>live digits</title></head>"
-        f"<body>{widget.to_html()}</body></html>",
-        encoding="utf-8",
-    )
-    return folder, widget
+def show_note(page) -> None:
+    page.locator(f"{HOST} button").click()  # a blank grid: the note shows
 
 
-def test_fragment_runs_pytorch_forward_offline(browser, fragment_page):
-    folder, widget = fragment_page
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            offline.page.goto(f"{base}/index.html")
-            worst = drive(
-                offline.page, widget.weights, widget.arch, widget.mean_image, widget.examples
-            )
-            print(f"largest difference from PyTorch: {worst:.1e}")
-    finally:
-        offline.close()
-    assert offline.blocked == []
-    assert offline.errors == []
+EXPLORER = harness.Explorer(
+    host=HOST,
+    page="book/vision-transformer.html",
+    widget=live.digits_live,
+    drive=drive,
+    show_note=show_note,
+    fits="select, button, canvas",
+    pick=lambda state: state.get("arch", {}).get("model") == "tiny-vit",
+)
 
 
 def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
-    folder, _ = fragment_page
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
-            unlabelled = page.evaluate(
-                """() => [...document.querySelectorAll('.attnbook-live-digits select')]
-                       .filter(el => !el.labels.length).map(el => el.outerHTML)"""
-            )
-            assert unlabelled == []
-            assert page.locator(f"{HOST} [role=status]").count() == 1
-            reached = []
-            page.keyboard.press("Tab")
-            for _ in range(5):
-                reached.append(page.evaluate("document.activeElement.tagName"))
-                page.keyboard.press("Tab")
-            assert reached == ["SELECT", "BUTTON", "SELECT", "SELECT", "CANVAS"]
-            page.keyboard.press("Space")  # ink the focus cell (3, 3) from the keyboard
-            assert result(page)["pixels"][3 * 8 + 3] > 0
-    finally:
-        offline.close()
-    assert offline.errors == []
+    with harness.open_fragment(browser, fragment_page, EXPLORER) as offline:
+        page = offline.page
+        harness.assert_labelled(page, EXPLORER)
+        reached = [tag.split(":")[0] for tag in harness.tab_through(page, 5)]
+        assert reached == ["SELECT", "BUTTON", "SELECT", "SELECT", "CANVAS"]
+        page.keyboard.press("Space")  # ink the focus cell (3, 3) from the keyboard
+        assert result(page)["pixels"][3 * 8 + 3] > 0
 
 
 def test_phone_draws_with_a_finger_and_fits(browser, fragment_page):
-    folder, widget = fragment_page
-    offline = Offline(
-        browser, viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True
-    )
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
-            assert page.evaluate("document.documentElement.scrollWidth") <= 390
-            right = page.evaluate(
-                """() => Math.max(...[...document.querySelectorAll(
-                    '.attnbook-live-digits select, .attnbook-live-digits button, .attnbook-live-digits canvas')]
-                    .map(el => el.getBoundingClientRect().right))"""
-            )
-            assert right <= 390
-            page.locator(f"{HOST} button").tap()  # clear
-            canvas = page.locator(f"{HOST} canvas").first
-            canvas.scroll_into_view_if_needed()
-            box = grid_box(page)
-            cdp = offline.context.new_cdp_session(page)
-            path = [(2, 1), (2, 2), (2, 3), (2, 4), (2, 5), (2, 6)]
-            points = [cell_centre(box, *cell) for cell in path]
-            scroll = page.evaluate("window.scrollY")
+    _, widget = fragment_page
+    phone = {"height": 844, "has_touch": True, "is_mobile": True}
+    with harness.open_at_width(browser, fragment_page, EXPLORER, 390, **phone) as offline:
+        page = offline.page
+        page.locator(f"{HOST} button").tap()  # clear
+        canvas = page.locator(f"{HOST} canvas").first
+        canvas.scroll_into_view_if_needed()
+        box = grid_box(page)
+        cdp = offline.context.new_cdp_session(page)
+        path = [(2, 1), (2, 2), (2, 3), (2, 4), (2, 5), (2, 6)]
+        points = [cell_centre(box, *cell) for cell in path]
+        scroll = page.evaluate("window.scrollY")
+        cdp.send(
+            "Input.dispatchTouchEvent",
+            {"type": "touchStart", "touchPoints": [{"x": points[0][0], "y": points[0][1]}]},
+        )
+        for x, y in points[1:]:
             cdp.send(
                 "Input.dispatchTouchEvent",
-                {"type": "touchStart", "touchPoints": [{"x": points[0][0], "y": points[0][1]}]},
+                {"type": "touchMove", "touchPoints": [{"x": x, "y": y}]},
             )
-            for x, y in points[1:]:
-                cdp.send(
-                    "Input.dispatchTouchEvent",
-                    {"type": "touchMove", "touchPoints": [{"x": x, "y": y}]},
-                )
-            cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
-            shown = result(page)
-            assert {divmod(i, 8) for i, v in enumerate(shown["pixels"]) if v} == set(path)
-            assert page.evaluate("window.scrollY") == scroll  # the finger drew, it did not scroll
-            check_against_pytorch(shown, widget.weights, widget.arch, widget.mean_image)
-    finally:
-        offline.close()
-    assert offline.errors == []
-
-
-def test_fragment_shows_stored_picture_without_javascript(browser, fragment_page):
-    folder, widget = fragment_page
-    context = browser.new_context(java_script_enabled=False)
-    try:
-        page = context.new_page()
-        with serve(folder) as base:
-            page.goto(f"{base}/index.html")
-            img = page.locator(".attnbook-live-fallback")
-            assert img.is_visible()
-            assert img.evaluate("el => el.naturalWidth") > 400
-            assert img.get_attribute("alt") == widget.summary()
-            assert page.locator(HOST).count() == 0
-    finally:
-        context.close()
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_fragment_passes_axe_with_a_note_shown(browser, fragment_page, scheme):
-    from tests.test_reading import blocking_violations
-
-    folder, _ = fragment_page
-    offline = Offline(browser, color_scheme=scheme, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
-            page.locator(f"{HOST} button").click()  # a blank grid: the note shows
-            assert result(page)["noteShown"]
-            assert blocking_violations(page) == []
-    finally:
-        offline.close()
-    assert offline.errors == []
-
-
-def test_built_page_runs_the_chapter_model_offline(browser):
-    site = require_site()
-    path = site / LIVE_PAGE
-    assert page_weight(path) <= 1024 * 1024
-    html = path.read_text(encoding="utf-8")
-    marker = 'class="attnbook-live-state">'
-    starts = [i for i in range(len(html)) if html.startswith(marker, i)]
-    states = [json.loads(html[i + len(marker) : html.index("</script>", i)]) for i in starts]
-    state = next(s for s in states if s.get("arch", {}).get("model") == "tiny-vit")
-    weights = base64.b64decode(state["weights"])
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(site) as base:
-            offline.page.goto(f"{base}/{LIVE_PAGE}", wait_until="load")
-            offline.page.locator(HOST).scroll_into_view_if_needed()
-            drive(offline.page, weights, state["arch"], state["mean_image"], state["examples"])
-    finally:
-        offline.close()
-    assert offline.blocked == []
-    assert offline.errors == []
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+        shown = result(page)
+        assert {divmod(i, 8) for i, v in enumerate(shown["pixels"]) if v} == set(path)
+        assert page.evaluate("window.scrollY") == scroll  # the finger drew, it did not scroll
+        check_against_pytorch(shown, widget.weights, widget.arch, widget.mean_image)
 
 
 def test_captions_follow_the_models_patches_and_blocks(browser, tmp_path):
@@ -288,25 +178,14 @@ def test_captions_follow_the_models_patches_and_blocks(browser, tmp_path):
     from attnbook.vit import TinyViT
 
     widget = live.digits_live(TinyViT(patch_size=4, num_layers=3))
-    (tmp_path / "index.html").write_text(
-        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>t</title></head>"
-        f"<body>{widget.to_html()}</body></html>",
-        encoding="utf-8",
-    )
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(tmp_path) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(f"{HOST} .attnbook-live-result[data-updates]", state="attached")
-            captions = page.locator(f"{HOST} figcaption").all_inner_texts()
-            assert "your digit (8 x 8 pixels, 4 x 4 patches in orange)" in captions
-            assert "raw [CLS] attention, last block (block 2), mean of the heads" in captions
-            legend = page.locator(HOST).inner_text()
-            assert "one numbered square per 4 x 4 patch" in legend
-            note = page.locator(f"{HOST} .attnbook-live-note")
-            assert note.get_attribute("aria-live") == "polite"
-            check_against_pytorch(result(page), widget.weights, widget.arch, widget.mean_image)
-    finally:
-        offline.close()
-    assert offline.errors == []
+    harness.write_page(tmp_path, widget)
+    with harness.offline_page(browser, tmp_path, "index.html", EXPLORER) as offline:
+        page = offline.page
+        captions = page.locator(f"{HOST} figcaption").all_inner_texts()
+        assert "your digit (8 x 8 pixels, 4 x 4 patches in orange)" in captions
+        assert "raw [CLS] attention, last block (block 2), mean of the heads" in captions
+        legend = page.locator(HOST).inner_text()
+        assert "one numbered square per 4 x 4 patch" in legend
+        note = page.locator(f"{HOST} .attnbook-live-note")
+        assert note.get_attribute("aria-live") == "polite"
+        check_against_pytorch(result(page), widget.weights, widget.arch, widget.mean_image)

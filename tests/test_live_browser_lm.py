@@ -4,15 +4,10 @@ and attention of the last position, the filtered next-character distribution
 (attnbook.sampling.next_token_probs), the greedy continuation (lm.generate) and
 the sampled one (PyTorch's distributions at the page's seeded numbers).
 
-Runs on a page holding only the explorer's fragment (no site needed) and on the
-built chapter page (`make book`). Every request that is not to the local test
-server is aborted and recorded (tools.browser.Offline); so are console errors.
+The harness and the tests every explorer runs: tests/live_harness.py.
 """
 
 from __future__ import annotations
-
-import base64
-import json
 
 import pytest
 import torch
@@ -20,10 +15,9 @@ import torch
 from attnbook import sampling
 from attnbook.widgets import live
 from attnbook.widgets.live.lm import CONTINUE, continuation, knobs, run
-from tools.browser import Offline
-from tools.site import page_weight, require_site, serve
+from tests import live_harness as harness
+from tests.live_harness import *  # noqa: F403 (the shared tests, collected here)
 
-LIVE_PAGE = "book/causal-language-model.html"
 TYPED = "Attention is "
 
 
@@ -52,9 +46,7 @@ def result(page) -> dict:
 
 
 def type_into(page, text: str) -> dict:
-    field = page.locator(".attnbook-live-lm textarea")
-    field.fill("")
-    field.press_sequentially(text)
+    harness.retype(page, ".attnbook-live-lm textarea", text)
     return result(page)
 
 
@@ -109,10 +101,9 @@ def check_against_pytorch(shown: dict, weights: bytes, arch: dict) -> float:
     return worst
 
 
-def drive(page, weights: bytes, arch: dict) -> None:
-    page.wait_for_selector(
-        ".attnbook-live-lm .attnbook-live-result[data-updates]", state="attached"
-    )
+def drive(page, state: dict) -> None:
+    weights, arch = state["weights"], state["arch"]
+    assert weights == live.load_lm_weights()[0]  # the chapter's model is the checkpoint
     start = result(page)
     assert start["ids"] and start["note"] == "" and len(start["status"]) > 60
     check_against_pytorch(start, weights, arch)
@@ -176,156 +167,47 @@ def drive(page, weights: bytes, arch: dict) -> None:
     check_against_pytorch(shown, weights, arch)
 
 
-@pytest.fixture(scope="module")
-def fragment_page(tmp_path_factory):
-    widget = live.lm_live()
-    folder = tmp_path_factory.mktemp("live_lm")
-    (folder / "index.html").write_text(
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width'><title>live</title></head>"
-        f"<body>{widget.to_html()}</body></html>",
-        encoding="utf-8",
-    )
-    return folder, widget
+def show_note(page) -> None:
+    type_into(page, "naïve")
+    assert page.locator(".attnbook-live-note").get_attribute("aria-live") == "polite"
 
 
-def test_fragment_runs_pytorch_forward_offline(browser, fragment_page):
-    folder, widget = fragment_page
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            offline.page.goto(f"{base}/index.html")
-            drive(offline.page, widget.weights, widget.arch)
-    finally:
-        offline.close()
-    assert offline.blocked == []
-    assert offline.errors == []
+EXPLORER = harness.Explorer(
+    host=".attnbook-live-lm",
+    page="book/causal-language-model.html",
+    widget=live.lm_live,
+    drive=drive,
+    show_note=show_note,
+    fits="input,select,textarea,label,table,[role=status]",
+)
 
 
 def test_fragment_is_labelled_and_keyboard_reachable(browser, fragment_page):
-    folder, _ = fragment_page
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
-            unlabelled = page.evaluate(
-                """() => [...document.querySelectorAll(
-                        '.attnbook-live-lm input, .attnbook-live-lm select, .attnbook-live-lm textarea')]
-                       .filter(el => !el.labels.length).map(el => el.outerHTML)"""
-            )
-            assert unlabelled == []
-            assert page.locator(".attnbook-live-lm [role=status]").count() == 1
-            reached = []
-            page.keyboard.press("Tab")
-            for _ in range(8):
-                reached.append(
-                    page.evaluate(
-                        "document.activeElement.tagName + ':' + (document.activeElement.type || '')"
-                    )
-                )
-                page.keyboard.press("Tab")
-            assert reached == [
-                "TEXTAREA:textarea",
-                "INPUT:range",
-                "INPUT:number",
-                "INPUT:range",
-                "SELECT:select-one",
-                "SELECT:select-one",
-                "SELECT:select-one",
-                "INPUT:number",
-            ]
-            # The temperature from the keyboard: one step of 0.01 a key press.
-            page.locator(".attnbook-live-lm input[type=range]").first.focus()
-            page.keyboard.press("ArrowRight")
-            assert result(page)["settings"]["temperature"] == pytest.approx(1.01)
-    finally:
-        offline.close()
-    assert offline.errors == []
+    with harness.open_fragment(browser, fragment_page, EXPLORER) as offline:
+        page = offline.page
+        harness.assert_labelled(page, EXPLORER)
+        assert harness.tab_through(page, 8) == [
+            "TEXTAREA:textarea",
+            "INPUT:range",
+            "INPUT:number",
+            "INPUT:range",
+            "SELECT:select-one",
+            "SELECT:select-one",
+            "SELECT:select-one",
+            "INPUT:number",
+        ]
+        # The temperature from the keyboard: one step of 0.01 a key press.
+        page.locator(".attnbook-live-lm input[type=range]").first.focus()
+        page.keyboard.press("ArrowRight")
+        assert result(page)["settings"]["temperature"] == pytest.approx(1.01)
 
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_fragment_fits_desktop_and_phone(browser, fragment_page, width):
-    folder, _ = fragment_page
-    offline = Offline(browser, viewport={"width": width, "height": 900})
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
-            box = page.evaluate(
-                """() => {
-                    const host = document.querySelector('.attnbook-live-lm');
-                    const rect = el => el.getBoundingClientRect();
-                    return {page: document.documentElement.scrollWidth,
-                            right: Math.max(...[...host.querySelectorAll(
-                                'input,select,textarea,label,table,[role=status]')]
-                                .map(el => rect(el).right)),
-                            table: rect(host.querySelector('table')).width};
-                }"""
-            )
-            assert box["page"] <= width, f"the page scrolls sideways at {width} px"
-            assert box["right"] <= width
-            assert box["table"] > 250
-            assert type_into(page, "The key")["ids"]  # the field is usable
-    finally:
-        offline.close()
-    assert offline.errors == []
-
-
-def test_fragment_shows_stored_picture_without_javascript(browser, fragment_page):
-    folder, widget = fragment_page
-    context = browser.new_context(java_script_enabled=False)
-    try:
-        page = context.new_page()
-        with serve(folder) as base:
-            page.goto(f"{base}/index.html")
-            img = page.locator(".attnbook-live-fallback")
-            assert img.is_visible()
-            assert img.evaluate("el => el.naturalWidth") > 400
-            assert img.get_attribute("alt") == widget.summary()
-            assert page.locator(".attnbook-live-lm").count() == 0
-    finally:
-        context.close()
-
-
-def test_built_page_runs_the_chapter_model_offline(browser):
-    site = require_site()
-    path = site / LIVE_PAGE
-    assert page_weight(path) <= 1024 * 1024
-    html = path.read_text(encoding="utf-8")
-    assert html.count('class="attnbook-live-host"') == 1
-    start = html.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
-    state = json.loads(html[start : html.index("</script>", start)])
-    weights = base64.b64decode(state["weights"])
-    assert weights == live.load_lm_weights()[0]  # the chapter's model is the checkpoint
-    offline = Offline(browser, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(site) as base:
-            offline.page.goto(f"{base}/{LIVE_PAGE}", wait_until="load")
-            offline.page.locator(".attnbook-live-lm").scroll_into_view_if_needed()
-            drive(offline.page, weights, state["arch"])
-    finally:
-        offline.close()
-    assert offline.blocked == []
-    assert offline.errors == []
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_fragment_passes_axe_with_a_note_shown(browser, fragment_page, scheme):
-    from tests.test_reading import blocking_violations
-
-    folder, _ = fragment_page
-    offline = Offline(browser, color_scheme=scheme, viewport={"width": 1280, "height": 900})
-    try:
-        with serve(folder) as base:
-            page = offline.page
-            page.goto(f"{base}/index.html")
-            page.wait_for_selector(".attnbook-live-result[data-updates]", state="attached")
-            assert type_into(page, "naïve")["noteShown"]
-            assert page.locator(".attnbook-live-note").get_attribute("aria-live") == "polite"
-            assert blocking_violations(page) == []
-    finally:
-        offline.close()
-    assert offline.errors == []
+    with harness.open_at_width(browser, fragment_page, EXPLORER, width) as offline:
+        page = offline.page
+        table = page.evaluate(
+            "document.querySelector('.attnbook-live-lm table').getBoundingClientRect().width"
+        )
+        assert table > 250
+        assert type_into(page, "The key")["ids"]  # the field is usable

@@ -340,10 +340,10 @@ def main() -> int:
 
     # The live explorers (tools/bench_live.py): the model runs in the page.
     print("\nLive explorers (page weight; first result after the page is interactive; redraw)")
-    for page, name in bench_live.LIVE_PAGES.items():
-        path = SITE / "book" / f"{page}.html"
+    for name, explorer in bench_live.EXPLORERS.items():
+        path = SITE / "book" / f"{explorer.page}.html"
         if not path.exists():
-            print(f"{page}: not built (run `make book`)")
+            print(f"{explorer.page}: not built (run `make book`)")
             ok = False
             continue
         with serve(SITE) as base:

@@ -1,23 +1,30 @@
-"""The live explorers in headless Chromium: time to first result and redraw per keystroke.
+"""The live explorers in headless Chromium: time to first result and redraw per keystroke or stroke.
 
-Part of `make bench` (tools/bench.py calls :func:`live_times` for each page of
-:data:`LIVE_PAGES`); ``python -m tools.bench_live FILE.html`` measures one page
+Part of `make bench` (tools/bench.py calls :func:`report` for each explorer of
+:data:`EXPLORERS`); ``python -m tools.bench_live FILE.html`` measures one page
 (a built chapter, or a page holding only the fragment).
 
 * first result: from the page becoming interactive (``domInteractive`` of the
   navigation timing) to the explorer's first drawn result (its
   ``data-first-at``). Budget: 100 ms.
-* redraw: a 40-token sequence (:data:`TYPED`) typed one character at a time
-  (113 key strokes, three rounds): for each, the time from the ``input`` event to the
-  redrawn picture and table laid out (the forward pass, the canvases, the
-  table, forced layout; the paint that follows is not included). Budget: one
-  animation frame, 16.7 ms, at the worst keystroke.
+* redraw: the explorer driven as its entry in :data:`EXPLORERS` says (text
+  typed one character at a time, or a pen stroke over the digit grid), three
+  rounds: for each input event, the time from the event to the redrawn picture
+  laid out (the forward pass, the canvases, the table, forced layout; the
+  paint that follows is not included). Budget: one animation frame, 16.7 ms,
+  at the worst event (the lm explorer's: 50 ms).
+
+Where the page's result element says how its parts took (``data-compute-ms``,
+``data-draw-ms``; the lm's ``data-continue-ms``, written in the task after the
+redraw; the digits' ``data-occlusion-ms``, if the page sets it), the report
+gives their medians and worst too.
 """
 
 from __future__ import annotations
 
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from attnbook.widgets.live.induction import default_text
@@ -25,20 +32,12 @@ from attnbook.widgets.live.induction import default_text
 from .browser import launch
 from .site import SITE, page_weight, serve
 
-# Built pages with a live explorer, and its name in the report.
-LIVE_PAGES = {
-    "induction-heads": "induction live",
-    "causal-language-model": "lm live",
-    "cross-attention": "dates live",
-    "vision-transformer": "digits live",
-}
 FIRST_BUDGET_MS = 100.0
 FRAME_BUDGET_MS = 1000 / 60
 
-# What the benchmark types: the longest input, a sequence of the chapter's task.
-TYPED = default_text(40, 64)
-
-TYPE_JS = """async ([rounds, values, hostSelector, fieldSelector]) => {
+# Typing: each of ``values`` set into the field in turn, one input event each.
+# After each redraw, the parts' own times from the result's data attributes.
+TYPE_JS = """async ({rounds, host: hostSelector, field: fieldSelector, values}) => {
     const host = document.querySelector(hostSelector);
     const field = host.querySelector(fieldSelector);
     const out = host.querySelector('.attnbook-live-result');
@@ -61,121 +60,19 @@ TYPE_JS = """async ([rounds, values, hostSelector, fieldSelector]) => {
 }"""
 
 
-DATES_TYPED = "Wednesday 23 September 1998, Wed 23 Sept"
-
-# Chapter 10's explorer (lm): its field, what is typed, and its budget. The
-# prompt is typed to the model's 128 characters one at a time (the page reuses
-# the cache of the unchanged start: one position and the 40-character
-# continuation a keystroke), then cut from the front one character at a time
-# (every position changes: the whole prompt recomputed, the worst case).
-LM_TEXT = (
-    "The query and the keys and values. The lookup is a model of rows. "
-    "Each query compares itself with every key, and the softmax tu"
-)
-LM_BUDGET_MS = 50.0
-SETUPS = {
-    "lm live": {
-        "host": ".attnbook-live-lm",
-        "field": "textarea",
-        "values": [LM_TEXT[:i] for i in range(len(LM_TEXT) + 1)]
-        + [LM_TEXT[i:] for i in range(1, len(LM_TEXT))],
-        "budget_ms": LM_BUDGET_MS,
-    },
-    # Chapter 13's explorer (dates): its longest input, 40 characters, typed.
-    "dates live": {
-        "host": ".attnbook-live-dates",
-        "field": "input[type=text]",
-        "values": [DATES_TYPED[:i] for i in range(len(DATES_TYPED) + 1)],
-        "budget_ms": FRAME_BUDGET_MS,
-    },
-}
-
-
-def live_times(url: str, rounds: int = 3, setup: dict | None = None) -> dict:
-    """Time to first result and keystroke redraws (ms) of the live explorer at ``url``
-    (``setup``: one of :data:`SETUPS`; default chapter 11's explorer and :data:`TYPED`)."""
-    setup = setup or {}
-    host = setup.get("host", ".attnbook-live")
-    field = setup.get("field", "input[type=text]")
-    values = setup.get("values", [TYPED[:i] for i in range(len(TYPED) + 1)])
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.route(
-            "**/*",
-            lambda route: (
-                route.continue_()
-                if route.request.url.startswith((url.rsplit("/", 1)[0], "data:"))
-                else route.abort()
-            ),
-        )
-        page.goto(url, wait_until="load")
-        page.wait_for_selector(f"{host} .attnbook-live-result[data-first-at]", state="attached")
-        first = page.evaluate(
-            """(host) => {
-                const nav = performance.getEntriesByType('navigation')[0];
-                const result = document.querySelector(host + ' .attnbook-live-result');
-                return Number(result.dataset.firstAt) - nav.domInteractive;
-            }""",
-            host,
-        )
-        measured = page.evaluate(TYPE_JS, [rounds, values, host, field])
-        browser.close()
-    times = sorted(measured["times"])
-    return {
-        "first_ms": first,
-        "median_ms": statistics.median(times),
-        "worst_ms": times[-1],
-        "keystrokes": len(times),
-        "compute_ms": statistics.median(measured["compute"]),
-        "draw_ms": statistics.median(measured["draw"]),
-        "forward_worst_ms": max(measured["compute"]),
-        # lm: the continuation, written in the task after each redraw
-        "continue_ms": sorted(measured["cont"]) if measured["cont"] else None,
-    }
-
-
-def report(name: str, path: Path, base: str, root: Path) -> bool:
-    setup = SETUPS.get(name)
-    url = f"{base}/{path.relative_to(root).as_posix()}"
-    result = MEASURES[name](url) if name in MEASURES else live_times(url, setup=setup)
-    weight = page_weight(path)
-    budget = setup["budget_ms"] if setup else FRAME_BUDGET_MS
-    ok = (
-        weight <= 1024 * 1024
-        and result["first_ms"] <= FIRST_BUDGET_MS
-        and result["worst_ms"] <= budget
-    )
-    print(
-        f"{path.stem:<20} {name:<15} {weight / 1024:>6.0f} KiB   first result "
-        f"{result['first_ms']:6.1f} ms   redraw median {result['median_ms']:5.2f} ms, "
-        f"worst {result['worst_ms']:5.2f} ms over {result['keystrokes']} keystrokes "
-        f"(median forward {result['compute_ms']:.2f} ms, drawing {result['draw_ms']:.2f} ms)"
-    )
-    if result.get("continue_ms"):
-        cont = result["continue_ms"]
-        print(
-            f"{'':<36} forward worst {result['forward_worst_ms']:.2f} ms; continuation "
-            f"after the redraw: median {statistics.median(cont):.2f} ms, worst {cont[-1]:.2f} ms"
-        )
-    return ok
-
-
-# ---- chapter 15's explorer (digits): a stroke instead of a keystroke ----
-
 # A stroke over the whole grid, row by row in a snake, with the pen and then
 # the eraser (128 cells, each one redraw: the forward pass, the 16 occlusion
 # passes, five canvases and the bars), `rounds` times. Each time runs from
-# the pointer event to the redrawn picture laid out, as TYPE_JS's.
-STROKE_JS = """async ([rounds]) => {
-    const host = document.querySelector('.attnbook-live-digits');
+# the pointer event to the redrawn picture laid out, as TYPE_JS's; the page's
+# own time for the occlusion map, if it says (data-occlusion-ms), beside it.
+STROKE_JS = """async ({rounds, host: hostSelector}) => {
+    const host = document.querySelector(hostSelector);
     const canvas = host.querySelector('canvas');
     const pen = host.querySelectorAll('select')[1];
     const out = host.querySelector('.attnbook-live-result');
+    canvas.scrollIntoView({block: 'nearest'});
     host.querySelector('button').click();
-    const times = [], compute = [], draw = [];
+    const times = [], compute = [], draw = [], occlusion = [];
     for (let r = 0; r < rounds; r++) {
         for (const value of ['1', '0']) {
             pen.value = value;
@@ -196,17 +93,77 @@ STROKE_JS = """async ([rounds]) => {
                 times.push(ms);
                 compute.push(Number(out.dataset.computeMs));
                 draw.push(Number(out.dataset.drawMs));
+                if (out.dataset.occlusionMs) occlusion.push(Number(out.dataset.occlusionMs));
                 await new Promise(requestAnimationFrame);
             }
             canvas.dispatchEvent(new PointerEvent('pointerup', point));
         }
     }
-    return {times, compute, draw};
+    return {times, compute, draw, occlusion};
 }"""
 
 
-def digits_times(url: str, rounds: int = 3) -> dict:
-    """Time to first result and stroke redraws (ms) of chapter 15's digit explorer at ``url``."""
+def prefixes(text: str) -> tuple[str, ...]:
+    """``text`` typed one character at a time, from the empty field."""
+    return tuple(text[:i] for i in range(len(text) + 1))
+
+
+@dataclass(frozen=True)
+class Live:
+    """One live explorer: where it is, how it is driven, its budget."""
+
+    page: str  # its chapter's built page, book/<page>.html
+    host: str  # the explorer's root element
+    driver: str  # TYPE_JS or STROKE_JS, run in the page
+    events: str = "keystrokes"  # what one timed event is, for the report
+    budget_ms: float = FRAME_BUDGET_MS  # the worst redraw allowed
+    field: str = "input[type=text]"  # TYPE_JS: where it types
+    values: tuple[str, ...] = ()  # TYPE_JS: what the field holds after each keystroke
+
+
+# Chapter 10's prompt is typed to the model's 128 characters one at a time (the
+# page reuses the cache of the unchanged start: one position and the
+# 40-character continuation a keystroke), then cut from the front one character
+# at a time (every position changes: the whole prompt recomputed, the worst case).
+LM_TEXT = (
+    "The query and the keys and values. The lookup is a model of rows. "
+    "Each query compares itself with every key, and the softmax tu"
+)
+
+# The live explorers, in `make bench`'s order.
+EXPLORERS = {
+    # Chapter 11: the longest input, a 40-token sequence of the chapter's task.
+    "induction live": Live(
+        "induction-heads", ".attnbook-live", TYPE_JS, values=prefixes(default_text(40, 64))
+    ),
+    "lm live": Live(
+        "causal-language-model",
+        ".attnbook-live-lm",
+        TYPE_JS,
+        budget_ms=50.0,
+        field="textarea",
+        values=prefixes(LM_TEXT) + tuple(LM_TEXT[i:] for i in range(1, len(LM_TEXT))),
+    ),
+    # Chapter 13: the longest input, 40 characters.
+    "dates live": Live(
+        "cross-attention",
+        ".attnbook-live-dates",
+        TYPE_JS,
+        values=prefixes("Wednesday 23 September 1998, Wed 23 Sept"),
+    ),
+    # Chapter 15: a pen stroke instead of a keystroke.
+    "digits live": Live(
+        "vision-transformer", ".attnbook-live-digits", STROKE_JS, events="stroke cells"
+    ),
+}
+
+
+def _spread(samples: list[float]) -> dict | None:
+    return {"median": statistics.median(samples), "worst": max(samples)} if samples else None
+
+
+def live_times(url: str, explorer: Live, rounds: int = 3) -> dict:
+    """Time to first result and redraws (ms) of ``explorer`` on the page at ``url``."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -221,31 +178,77 @@ def digits_times(url: str, rounds: int = 3) -> dict:
             ),
         )
         page.goto(url, wait_until="load")
-        selector = ".attnbook-live-digits .attnbook-live-result[data-first-at]"
-        page.wait_for_selector(selector, state="attached")
+        result = f"{explorer.host} .attnbook-live-result"
+        page.wait_for_selector(f"{result}[data-first-at]", state="attached")
         first = page.evaluate(
             """(selector) => {
                 const nav = performance.getEntriesByType('navigation')[0];
                 return Number(document.querySelector(selector).dataset.firstAt) - nav.domInteractive;
             }""",
-            selector,
+            result,
         )
-        page.locator(".attnbook-live-digits canvas").first.scroll_into_view_if_needed()
-        measured = page.evaluate(STROKE_JS, [rounds])
+        measured = page.evaluate(
+            explorer.driver,
+            {
+                "rounds": rounds,
+                "host": explorer.host,
+                "field": explorer.field,
+                "values": list(explorer.values),
+            },
+        )
         browser.close()
     times = sorted(measured["times"])
     return {
         "first_ms": first,
         "median_ms": statistics.median(times),
         "worst_ms": times[-1],
-        "keystrokes": len(times),
+        "events": len(times),
         "compute_ms": statistics.median(measured["compute"]),
         "draw_ms": statistics.median(measured["draw"]),
+        "forward_worst_ms": max(measured["compute"]),
+        # lm: the continuation, written in the task after each redraw
+        "continue_ms": _spread(measured.get("cont", [])),
+        # digits: the occlusion map, where the page says how long it took
+        "occlusion_ms": _spread(measured.get("occlusion", [])),
     }
 
 
-# How each explorer is measured (live_times, typing, unless named here).
-MEASURES = {"digits live": digits_times}
+def report(name: str, path: Path, base: str, root: Path) -> bool:
+    """Measure explorer ``name`` on ``path`` (served from ``root`` at ``base``), print
+    one line, and say whether it met its budgets."""
+    explorer = EXPLORERS[name]
+    result = live_times(f"{base}/{path.relative_to(root).as_posix()}", explorer)
+    weight = page_weight(path)
+    ok = (
+        weight <= 1024 * 1024
+        and result["first_ms"] <= FIRST_BUDGET_MS
+        and result["worst_ms"] <= explorer.budget_ms
+    )
+    print(
+        f"{path.stem:<20} {name:<15} {weight / 1024:>6.0f} KiB   first result "
+        f"{result['first_ms']:6.1f} ms   redraw median {result['median_ms']:5.2f} ms, "
+        f"worst {result['worst_ms']:5.2f} ms over {result['events']} {explorer.events} "
+        f"(median forward {result['compute_ms']:.2f} ms, drawing {result['draw_ms']:.2f} ms)"
+    )
+    for key, what in (
+        ("continue_ms", "continuation after the redraw"),
+        ("occlusion_ms", "occlusion map"),
+    ):
+        if result[key]:
+            print(
+                f"{'':<36} forward worst {result['forward_worst_ms']:.2f} ms; {what}: "
+                f"median {result[key]['median']:.2f} ms, worst {result[key]['worst']:.2f} ms"
+            )
+    return ok
+
+
+def which(path: Path, text: str) -> str:
+    """The explorer on a page: a built chapter's, else the most specific host it names."""
+    for name, explorer in EXPLORERS.items():
+        if path.stem == explorer.page:
+            return name
+    named = [name for name, explorer in EXPLORERS.items() if explorer.host[1:] in text]
+    return max(named, key=lambda name: len(EXPLORERS[name].host))
 
 
 def main(paths: list[str]) -> int:
@@ -254,15 +257,17 @@ def main(paths: list[str]) -> int:
         path = Path(name).resolve()
         # A built page is served with its site (its stylesheets and scripts).
         root = SITE.resolve() if path.is_relative_to(SITE.resolve()) else path.parent
-        text = path.read_text(encoding="utf-8")
-        which = next((name for name in SETUPS if SETUPS[name]["host"][1:] in text), "live")
+        explorer = which(path, path.read_text(encoding="utf-8"))
         with serve(root) as base:
-            if '"model":"tiny-vit"' in text:
-                which = "digits live"
-            ok &= report(which, path, base, root)
+            ok &= report(explorer, path, base, root)
+    others = ", ".join(
+        f"{name}'s: {e.budget_ms:g} ms"
+        for name, e in EXPLORERS.items()
+        if e.budget_ms != FRAME_BUDGET_MS
+    )
     print(
         f"budgets: page <= 1024 KiB, first result <= {FIRST_BUDGET_MS:g} ms, "
-        f"worst redraw <= {FRAME_BUDGET_MS:.1f} ms (the lm explorer's: {LM_BUDGET_MS:g} ms)"
+        f"worst redraw <= {FRAME_BUDGET_MS:.1f} ms ({others})"
     )
     return 0 if ok else 1
 
