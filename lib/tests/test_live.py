@@ -7,6 +7,7 @@ under ipywidgets 7.7.1 (.venv-colab).
 """
 
 import base64
+import html
 import json
 import re
 
@@ -151,6 +152,55 @@ def test_static_fragment_is_self_contained(monkeypatch):
         r'class="attnbook-live-fallback" src="data:image/png;base64,[^"]+" alt="([^"]+)"', fragment
     )
     assert alt and len(alt[1]) > 100
+
+
+# Each explorer with two inputs, to see that the fragment's id follows the state.
+EXPLORERS = {
+    "induction": (lambda: live.induction_live(), lambda: live.induction_live(text="1 2 1 2")),
+    "lm": (lambda: live.lm_live(), lambda: live.lm_live(text="Attention")),
+    "dates": (lambda: live.dates_live(), lambda: live.dates_live(text="1999/3/3")),
+    "digits": (lambda: live.digits_live(), lambda: live.digits_live(fill="mean image")),
+}
+
+
+@pytest.mark.parametrize("name", list(EXPLORERS))
+def test_every_explorer_has_the_shared_website_form(name, monkeypatch):
+    """The four fragments come from one builder (live._fragment): the fallback picture
+    with the summary as alt text, the state the shim reads, one async module script."""
+    monkeypatch.setenv(widgets.STATIC_ENV, "1")
+    fragments = []
+    for make in EXPLORERS[name]:
+        widget = make()
+        data, metadata = widget._repr_mimebundle_()
+        assert metadata == {"text/html": {widgets.STATIC_MARKER: True}}
+        assert data["text/plain"] == repr(widget) and data["text/html"] == widget.to_html()
+        fragments.append(fragment := data["text/html"])
+        host = re.match(
+            r'<div class="attnbook-live-host" id="(attnbook-live-[0-9a-f]{10})">', fragment
+        )
+        assert host and fragment.endswith("</script>\n</div>")
+        # Run as soon as parsed, not after the page's deferred scripts (MathJax).
+        assert re.findall(r"<script type=\"module\"[^>]*>", fragment) == [
+            '<script type="module" async>'
+        ]
+        assert f"document.getElementById({json.dumps(host[1])})" in fragment
+        img = re.search(
+            r'<img class="attnbook-live-fallback" src="data:image/png;base64,([^"]+)" alt="([^"]+)"',
+            fragment,
+        )
+        assert (
+            base64.b64decode(img[1]) == widget.png() and html.unescape(img[2]) == widget.summary()
+        )
+        assert fragment.index("attnbook-live-fallback") < fragment.index(
+            '<div class="attnbook-live-app"></div>'
+        )
+        start = fragment.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
+        state = json.loads(fragment[start : fragment.index("</script>", start)])
+        assert state == widget._state() and set(state) == set(widget._page_state)
+        assert base64.b64decode(state["weights"]) == widget.weights
+        assert set(widget._page_state) <= set(widget.get_state())  # traitlets the page syncs
+    ids = [re.search(r'id="([^"]+)"', f)[1] for f in fragments]
+    assert ids[0] != ids[1]
 
 
 def test_run_matches_the_model_on_float16_weights():
