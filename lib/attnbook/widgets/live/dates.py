@@ -7,9 +7,11 @@ without attention (by default seed 0 of ``make seq2seq-runs``, 800 steps, in
 ``dates_no_attention.f16``), both made by ``make live-weights``. For a date the
 reader types in any format, the page shows both models' answers side by side,
 the cross-attention heatmap of the model with attention, and whether the input
-is written in one of the four training formats. The forward passes and the
-greedy decoding run in the browser (``dates.js`` on ``runtime.js``); Python
-packs the weights and draws the stored picture.
+is written in one of the four training formats (in the words of
+:func:`~attnbook.widgets.live._pack_dates.verdict_text`, which the alt text
+uses too). The forward passes and the greedy decoding run in the browser
+(``dates.js`` on ``runtime.js``); Python packs the weights and draws the
+stored picture.
 
 On the website the fragment inlines the module and both models' weights
 (about 250 KB of base64), for the reasons given in
@@ -29,7 +31,14 @@ from matplotlib.figure import Figure
 
 from ...seq2seq import GRUSeq2Seq
 from ._fragment import LiveDisplay
-from ._pack_dates import pack_gru_seq2seq, read_source, run, training_format, unpack_gru_seq2seq
+from ._pack_dates import (
+    pack_gru_seq2seq,
+    read_source,
+    run,
+    training_format,
+    unpack_gru_seq2seq,
+    verdict_text,
+)
 from ._source import module_source
 
 WEIGHTS_FILES = {"attention": "dates.f16", "no_attention": "dates_no_attention.f16"}
@@ -148,19 +157,13 @@ class DatesLive(LiveDisplay, anywidget.AnyWidget):
         if out is None:
             return "No date in the text box: the explorer shows a note and no picture."
         text = self.read()["text"]
-        verdict = self.verdict()
-        where = (
-            f"a date in the training's {verdict['format']} format"
-            if verdict["reason"] == "ok"
-            else "an input outside the training formats"
-        )
         looks = []
         for t, c in enumerate(_characters(out["tokens"])):
             j = int(out["weights"][t].argmax())
             looks.append(f"{c} on {text[j] if text[j] != ' ' else 'a space'}")
         return (
-            f"Cross-attention heatmap for {text!r}, {where}: one row per output character, "
-            f"one column per input character. With attention the model writes "
+            f"Cross-attention heatmap for {text!r}: one row per output character, one column "
+            f"per input character. {verdict_text(self.verdict())} With attention the model writes "
             f"{out['answer']}, without attention {plain['answer']}. Largest weight of each "
             f"output character: {', '.join(looks)}."
         )
