@@ -15,6 +15,7 @@ import ipywidgets
 import numpy as np
 import pytest
 import torch
+from IPython.core.interactiveshell import InteractiveShell
 
 from attnbook import widgets
 from attnbook.induction import AttentionOnlyTransformer
@@ -201,6 +202,36 @@ def test_every_explorer_has_the_shared_website_form(name, monkeypatch):
         assert set(widget._page_state) <= set(widget.get_state())  # traitlets the page syncs
     ids = [re.search(r'id="([^"]+)"', f)[1] for f in fragments]
     assert ids[0] != ids[1]
+
+
+@pytest.mark.parametrize("name", list(EXPLORERS))
+def test_every_explorer_shows_the_widget_and_its_picture_in_a_notebook(name, monkeypatch):
+    """The notebook's bundle: ipywidgets 8 asks _repr_mimebundle_, ipywidgets 7
+    calls _ipython_display_, which publishes the same bundle. An input with
+    nothing to draw (not for the digits: a blank grid is drawn) has no picture."""
+    monkeypatch.delenv(widgets.STATIC_ENV, raising=False)
+    widget = EXPLORERS[name][0]()
+    data, metadata = widget._repr_mimebundle_()
+    assert metadata == {} and data["text/plain"] == repr(widget)
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == widget.model_id
+    assert base64.b64decode(data["image/png"]) == widget.png()
+    created = not InteractiveShell.initialized()
+    shell = InteractiveShell.instance()
+    published = []
+    monkeypatch.setattr(
+        shell.display_pub,
+        "publish",
+        lambda data, metadata=None, **_: published.append((data, metadata)),
+    )
+    try:
+        widget._ipython_display_()
+    finally:
+        if created:
+            InteractiveShell.clear_instance()
+    assert published == [(data, metadata)]
+    if name != "digits":
+        widget.text = ""
+        assert not widget._drawable() and "image/png" not in widget._repr_mimebundle_()[0]
 
 
 def test_run_matches_the_model_on_float16_weights():
