@@ -83,11 +83,25 @@ def test_parse_tokens_reads_like_the_page():
     assert parse_tokens("   ", 64, 40)["tokens"] == []
 
 
-def test_module_source_joins_runtime_and_explorer():
-    source = live.module_source("induction", shim=True)
+# What each explorer's module must hold besides the shim's localModel: its own
+# loader and the runtime's operation its model needs.
+MODULE_EXPORTS = {
+    "induction": ("loadAttentionOnly", "linear"),
+    "lm": ("loadTinyLM", "linear"),
+    "dates": ("loadGruSeq2Seq", "gruCell"),
+    "digits": ("loadViT", "biasedSelfAttention"),
+}
+
+
+@pytest.mark.parametrize("name", list(MODULE_EXPORTS))
+def test_module_source_joins_runtime_and_explorer(name):
+    source = live.module_source(name, shim=True)
     assert "./runtime.js" not in source
     assert len(re.findall(r"^export default", source, re.MULTILINE)) == 1
-    assert "export function localModel" in source and "export function linear" in source
+    for function in ("localModel", *MODULE_EXPORTS[name]):
+        assert f"export function {function}(" in source
+    if name == "digits":
+        assert "touch-action:none" in source  # a finger draws instead of scrolling
     assert "</script" not in source.lower()
     # Nothing from the network: no URL, no import left (comments aside).
     code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
@@ -135,33 +149,16 @@ def test_alt_text_and_summary_describe_the_numbers():
     assert "nothing to show" in live.induction_live(text="").alt_text()
 
 
-def test_static_fragment_is_self_contained(monkeypatch):
-    widget = live.induction_live()
-    monkeypatch.setenv(widgets.STATIC_ENV, "1")
-    data, metadata = widget._repr_mimebundle_()
-    assert metadata == {"text/html": {widgets.STATIC_MARKER: True}}
-    fragment = data["text/html"]
-    assert fragment.startswith('<div class="attnbook-live-host"')
-    assert 'class="attnbook-explorer"' not in fragment  # not a frame explorer
-    assert len(fragment.encode()) < 300 * 1024
-    assert not re.search(r'(src|href)="(?!data:)', fragment)  # nothing fetched
-    start = fragment.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
-    state = json.loads(fragment[start : fragment.index("</script>", start)])
-    assert base64.b64decode(state["weights"]) == widget.weights
-    assert state["text"] == widget.text and state["heads"] == widget.heads
-    alt = re.search(
-        r'class="attnbook-live-fallback" src="data:image/png;base64,[^"]+" alt="([^"]+)"', fragment
-    )
-    assert alt and len(alt[1]) > 100
-
-
-# Each explorer with two inputs, to see that the fragment's id follows the state.
+# Each explorer with two inputs, to see that the fragment's id follows the state,
+# and the most its fragment may weigh (KiB): lm's weights alone are 312 KB of
+# base64; every chapter page stays under 1 MiB (make bench).
 EXPLORERS = {
     "induction": (lambda: live.induction_live(), lambda: live.induction_live(text="1 2 1 2")),
     "lm": (lambda: live.lm_live(), lambda: live.lm_live(text="Attention")),
     "dates": (lambda: live.dates_live(), lambda: live.dates_live(text="1999/3/3")),
     "digits": (lambda: live.digits_live(), lambda: live.digits_live(fill="mean image")),
 }
+WEIGHT_KIB = {"induction": 300, "lm": 400, "dates": 400, "digits": 400}
 
 
 @pytest.mark.parametrize("name", list(EXPLORERS))
@@ -180,6 +177,9 @@ def test_every_explorer_has_the_shared_website_form(name, monkeypatch):
             r'<div class="attnbook-live-host" id="(attnbook-live-[0-9a-f]{10})">', fragment
         )
         assert host and fragment.endswith("</script>\n</div>")
+        assert len(fragment.encode()) < WEIGHT_KIB[name] * 1024
+        assert not re.search(r'(src|href)="(?!data:)', fragment)  # nothing fetched
+        assert 'class="attnbook-explorer"' not in fragment  # not a frame explorer
         # Run as soon as parsed, not after the page's deferred scripts (MathJax).
         assert re.findall(r"<script type=\"module\"[^>]*>", fragment) == [
             '<script type="module" async>'
@@ -192,6 +192,7 @@ def test_every_explorer_has_the_shared_website_form(name, monkeypatch):
         assert (
             base64.b64decode(img[1]) == widget.png() and html.unescape(img[2]) == widget.summary()
         )
+        assert len(img[2]) > 100
         assert fragment.index("attnbook-live-fallback") < fragment.index(
             '<div class="attnbook-live-app"></div>'
         )

@@ -8,7 +8,6 @@ file under ipywidgets 7.7.1 (.venv-colab): nothing here needs ipywidgets 8.
 
 import base64
 import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook import dates, seq2seq, widgets
+from attnbook import dates, seq2seq
 from attnbook.widgets import live
 from attnbook.widgets.live import _pack_dates
 from attnbook.widgets.live.dates import load_chapter_weights
@@ -282,21 +281,10 @@ def test_the_verdict_words_are_the_pages():
     assert page == [_pack_dates.verdict_text(_pack_dates.training_format(t)) for t in texts]
 
 
-def test_static_fragment_is_self_contained(monkeypatch):
+def test_the_page_starts_from_both_models_and_the_text():
+    # The fragment carries widget._state() (test_live.py checks that for the four).
     widget = live.dates_live()
-    monkeypatch.setenv(widgets.STATIC_ENV, "1")
-    data, metadata = widget._repr_mimebundle_()
-    assert metadata == {"text/html": {widgets.STATIC_MARKER: True}}
-    fragment = data["text/html"]
-    assert fragment.startswith('<div class="attnbook-live-host"')
-    assert len(fragment.encode()) < 400 * 1024
-    assert not re.search(r'(src|href)="(?!data:)', fragment)  # nothing fetched
-    start = fragment.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
-    state = json.loads(fragment[start : fragment.index("</script>", start)])
+    state = widget._state()
     assert base64.b64decode(state["weights"]) == widget.weights
     assert base64.b64decode(state["plain_weights"]) == widget.plain_weights
-    assert state["text"] == "Sunday 23 Feb 1969"
-    source = live.module_source("dates", shim=True)
-    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
-    assert not re.search(r"https?://|\bimport\s*[({]|\bimport\s+\w", code)
-    assert "export function gruCell" in source and "export function localModel" in source
+    assert state["plain_arch"]["attention"] is False and state["text"] == "Sunday 23 Feb 1969"
