@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import torch
@@ -15,14 +14,6 @@ __all__ = [
     "RepeatBatch",
     "make_repeat_batch",
 ]
-
-
-def _nonnegative_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value!r}")
-    return int(value)
 
 
 # ---------------------------------------------------------------- the task
@@ -95,8 +86,8 @@ def make_repeat_batch(
             f"segment must be <= vocab (its tokens are distinct), got segment={segment}, "
             f"vocab={vocab}"
         )
-    min_gap = _nonnegative_int("min_gap", min_gap)
-    max_gap = _nonnegative_int("max_gap", max_gap)
+    min_gap = _validate.nonnegative_int("min_gap", min_gap)
+    max_gap = _validate.nonnegative_int("max_gap", max_gap)
     if min_gap > max_gap:
         raise ValueError(f"min_gap must be <= max_gap, got min_gap={min_gap}, max_gap={max_gap}")
     if 2 * segment + max_gap > length:

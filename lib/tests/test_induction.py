@@ -73,6 +73,7 @@ def test_repeat_batch_is_seeded_and_gaps_vary():
         ({"length": 30}, ValueError, r"length must hold both copies .* got length=30"),
         ({"min_gap": 5, "max_gap": 2}, ValueError, r"min_gap must be <= max_gap"),
         ({"max_gap": -1}, ValueError, r"max_gap must be >= 0, got -1"),
+        ({"min_gap": 1.5}, TypeError, r"min_gap must be an integer, got 1.5"),
         ({"seed": "x"}, TypeError, r"seed must be an integer seed or a torch.Generator"),
     ],
 )

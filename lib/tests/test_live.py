@@ -7,6 +7,7 @@ under ipywidgets 7.7.1 (.venv-colab).
 """
 
 import base64
+import html
 import json
 import re
 
@@ -14,6 +15,7 @@ import ipywidgets
 import numpy as np
 import pytest
 import torch
+from IPython.core.interactiveshell import InteractiveShell
 
 from attnbook import widgets
 from attnbook.induction import AttentionOnlyTransformer
@@ -81,11 +83,25 @@ def test_parse_tokens_reads_like_the_page():
     assert parse_tokens("   ", 64, 40)["tokens"] == []
 
 
-def test_module_source_joins_runtime_and_explorer():
-    source = live.module_source("induction", shim=True)
+# What each explorer's module must hold besides the shim's localModel: its own
+# loader and the runtime's operation its model needs.
+MODULE_EXPORTS = {
+    "induction": ("loadAttentionOnly", "linear"),
+    "lm": ("loadTinyLM", "linear"),
+    "dates": ("loadGruSeq2Seq", "gruCell"),
+    "digits": ("loadViT", "biasedSelfAttention"),
+}
+
+
+@pytest.mark.parametrize("name", list(MODULE_EXPORTS))
+def test_module_source_joins_runtime_and_explorer(name):
+    source = live.module_source(name, shim=True)
     assert "./runtime.js" not in source
     assert len(re.findall(r"^export default", source, re.MULTILINE)) == 1
-    assert "export function localModel" in source and "export function linear" in source
+    for function in ("localModel", *MODULE_EXPORTS[name]):
+        assert f"export function {function}(" in source
+    if name == "digits":
+        assert "touch-action:none" in source  # a finger draws instead of scrolling
     assert "</script" not in source.lower()
     # Nothing from the network: no URL, no import left (comments aside).
     code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
@@ -133,24 +149,90 @@ def test_alt_text_and_summary_describe_the_numbers():
     assert "nothing to show" in live.induction_live(text="").alt_text()
 
 
-def test_static_fragment_is_self_contained(monkeypatch):
-    widget = live.induction_live()
+# Each explorer with two inputs, to see that the fragment's id follows the state,
+# and the most its fragment may weigh (KiB): lm's weights alone are 312 KB of
+# base64; every chapter page stays under 1 MiB (make bench).
+EXPLORERS = {
+    "induction": (lambda: live.induction_live(), lambda: live.induction_live(text="1 2 1 2")),
+    "lm": (lambda: live.lm_live(), lambda: live.lm_live(text="Attention")),
+    "dates": (lambda: live.dates_live(), lambda: live.dates_live(text="1999/3/3")),
+    "digits": (lambda: live.digits_live(), lambda: live.digits_live(fill="mean image")),
+}
+WEIGHT_KIB = {"induction": 300, "lm": 400, "dates": 400, "digits": 400}
+
+
+@pytest.mark.parametrize("name", list(EXPLORERS))
+def test_every_explorer_has_the_shared_website_form(name, monkeypatch):
+    """The four fragments come from one builder (live._fragment): the fallback picture
+    with the summary as alt text, the state the shim reads, one async module script."""
     monkeypatch.setenv(widgets.STATIC_ENV, "1")
+    fragments = []
+    for make in EXPLORERS[name]:
+        widget = make()
+        data, metadata = widget._repr_mimebundle_()
+        assert metadata == {"text/html": {widgets.STATIC_MARKER: True}}
+        assert data["text/plain"] == repr(widget) and data["text/html"] == widget.to_html()
+        fragments.append(fragment := data["text/html"])
+        host = re.match(
+            r'<div class="attnbook-live-host" id="(attnbook-live-[0-9a-f]{10})">', fragment
+        )
+        assert host and fragment.endswith("</script>\n</div>")
+        assert len(fragment.encode()) < WEIGHT_KIB[name] * 1024
+        assert not re.search(r'(src|href)="(?!data:)', fragment)  # nothing fetched
+        assert 'class="attnbook-explorer"' not in fragment  # not a frame explorer
+        # Run as soon as parsed, not after the page's deferred scripts (MathJax).
+        assert re.findall(r"<script type=\"module\"[^>]*>", fragment) == [
+            '<script type="module" async>'
+        ]
+        assert f"document.getElementById({json.dumps(host[1])})" in fragment
+        img = re.search(
+            r'<img class="attnbook-live-fallback" src="data:image/png;base64,([^"]+)" alt="([^"]+)"',
+            fragment,
+        )
+        assert (
+            base64.b64decode(img[1]) == widget.png() and html.unescape(img[2]) == widget.summary()
+        )
+        assert len(img[2]) > 100
+        assert fragment.index("attnbook-live-fallback") < fragment.index(
+            '<div class="attnbook-live-app"></div>'
+        )
+        start = fragment.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
+        state = json.loads(fragment[start : fragment.index("</script>", start)])
+        assert state == widget._state() and set(state) == set(widget._page_state)
+        assert base64.b64decode(state["weights"]) == widget.weights
+        assert set(widget._page_state) <= set(widget.get_state())  # traitlets the page syncs
+    ids = [re.search(r'id="([^"]+)"', f)[1] for f in fragments]
+    assert ids[0] != ids[1]
+
+
+@pytest.mark.parametrize("name", list(EXPLORERS))
+def test_every_explorer_shows_the_widget_and_its_picture_in_a_notebook(name, monkeypatch):
+    """The notebook's bundle: ipywidgets 8 asks _repr_mimebundle_, ipywidgets 7
+    calls _ipython_display_, which publishes the same bundle. An input with
+    nothing to draw (not for the digits: a blank grid is drawn) has no picture."""
+    monkeypatch.delenv(widgets.STATIC_ENV, raising=False)
+    widget = EXPLORERS[name][0]()
     data, metadata = widget._repr_mimebundle_()
-    assert metadata == {"text/html": {widgets.STATIC_MARKER: True}}
-    fragment = data["text/html"]
-    assert fragment.startswith('<div class="attnbook-live-host"')
-    assert 'class="attnbook-explorer"' not in fragment  # not a frame explorer
-    assert len(fragment.encode()) < 300 * 1024
-    assert not re.search(r'(src|href)="(?!data:)', fragment)  # nothing fetched
-    start = fragment.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
-    state = json.loads(fragment[start : fragment.index("</script>", start)])
-    assert base64.b64decode(state["weights"]) == widget.weights
-    assert state["text"] == widget.text and state["heads"] == widget.heads
-    alt = re.search(
-        r'class="attnbook-live-fallback" src="data:image/png;base64,[^"]+" alt="([^"]+)"', fragment
+    assert metadata == {} and data["text/plain"] == repr(widget)
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == widget.model_id
+    assert base64.b64decode(data["image/png"]) == widget.png()
+    created = not InteractiveShell.initialized()
+    shell = InteractiveShell.instance()
+    published = []
+    monkeypatch.setattr(
+        shell.display_pub,
+        "publish",
+        lambda data, metadata=None, **_: published.append((data, metadata)),
     )
-    assert alt and len(alt[1]) > 100
+    try:
+        widget._ipython_display_()
+    finally:
+        if created:
+            InteractiveShell.clear_instance()
+    assert published == [(data, metadata)]
+    if name != "digits":
+        widget.text = ""
+        assert not widget._drawable() and "image/png" not in widget._repr_mimebundle_()[0]
 
 
 def test_run_matches_the_model_on_float16_weights():

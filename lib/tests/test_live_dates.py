@@ -8,17 +8,21 @@ file under ipywidgets 7.7.1 (.venv-colab): nothing here needs ipywidgets 8.
 
 import base64
 import json
-import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import ipywidgets
 import numpy as np
 import pytest
 import torch
 
-from attnbook import dates, seq2seq, widgets
+from attnbook import dates, seq2seq
 from attnbook.widgets import live
 from attnbook.widgets.live import _pack_dates
 from attnbook.widgets.live.dates import load_chapter_weights
+
+DATES_JS = Path(live.__file__).with_name("dates.js")
 
 
 def test_shipped_weights_are_the_chapters_seed_0_models():
@@ -214,10 +218,10 @@ def test_a_model_the_reader_trains_can_be_handed_over():
 def test_summary_and_bad_input():
     widget = live.dates_live(text="3 March 1999")
     summary = widget.summary()
-    assert "training's long format" in summary and "writes 1999-03-03" in summary
+    assert "training formats (long, like" in summary and "writes 1999-03-03" in summary
     assert "Largest weight of each output character: 1 on" in summary
     odd = live.dates_live(text="1999/3/3").summary()
-    assert "outside the training formats" in odd
+    assert "Outside the training formats" in odd
     for text in ("", "   ", "???"):
         blank = live.dates_live(text=text)
         assert blank.forward() == (None, None)
@@ -227,23 +231,60 @@ def test_summary_and_bad_input():
         assert "image/png" not in blank._repr_mimebundle_()[0]
 
 
-def test_static_fragment_is_self_contained(monkeypatch):
+# One input for each verdict, and words that only its sentence has.
+VERDICT_INPUTS = {
+    "ok": ("3 March 1999", "training formats (long, like “25 November 2026”)"),
+    "format": ("1999/3/3", "Outside the training formats: the models only ever saw"),
+    "no date": ("31 February 1999", "names no real day"),
+    "range": ("3 March 2077", "outside the years 1950-2049"),
+    "weekday": ("Monday 23 Feb 1969", "the weekday is wrong for 1969-02-23"),
+    "spelling": ("3 march 1999", "the training data write this date “3 March 1999”"),
+}
+
+
+@pytest.mark.parametrize("reason", list(VERDICT_INPUTS))
+def test_the_alt_text_names_each_verdict_as_the_page_does(reason):
+    text, words = VERDICT_INPUTS[reason]
+    widget = live.dates_live(text=text)
+    assert widget.verdict()["reason"] == reason
+    sentence = _pack_dates.verdict_text(widget.verdict())
+    assert words in sentence
+    assert sentence in widget.summary()
+    others = [
+        _pack_dates.verdict_text(live.dates_live(text=t).verdict())
+        for t, _ in VERDICT_INPUTS.values()
+    ]
+    assert sum(other in widget.summary() for other in others) == 1
+    with pytest.raises(ValueError, match="verdict must be"):
+        _pack_dates.verdict_text({"reason": "empty"})
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node (Debian's nodejs)")
+def test_the_verdict_words_are_the_pages():
+    """verdict_text says what dates.js's verdictText writes, for every verdict."""
+    texts = [text for text, _ in VERDICT_INPUTS.values()] + ["Tuesday 25 Nov 2026", "30/02/26"]
+    script = (
+        f"import {{ trainingFormat, verdictText }} from {json.dumps(DATES_JS.as_uri())};\n"
+        "const years = JSON.parse(process.argv[1]);\n"
+        "const texts = JSON.parse(process.argv[2]);\n"
+        "console.log(JSON.stringify(texts.map((t) => verdictText(t, trainingFormat(t, years), years))));\n"
+    )
+    years = json.dumps(live.dates_live().arch["years"])
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", script, years, json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    page = json.loads(done.stdout)
+    assert page == [_pack_dates.verdict_text(_pack_dates.training_format(t)) for t in texts]
+
+
+def test_the_page_starts_from_both_models_and_the_text():
+    # The fragment carries widget._state() (test_live.py checks that for the four).
     widget = live.dates_live()
-    monkeypatch.setenv(widgets.STATIC_ENV, "1")
-    data, metadata = widget._repr_mimebundle_()
-    assert metadata == {"text/html": {widgets.STATIC_MARKER: True}}
-    fragment = data["text/html"]
-    assert fragment.startswith('<div class="attnbook-live-host"')
-    assert len(fragment.encode()) < 400 * 1024
-    # Not held back behind the page's deferred scripts (MathJax): see to_html.
-    assert fragment.count('<script type="module" async>') == 1
-    assert not re.search(r'(src|href)="(?!data:)', fragment)  # nothing fetched
-    start = fragment.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
-    state = json.loads(fragment[start : fragment.index("</script>", start)])
+    state = widget._state()
     assert base64.b64decode(state["weights"]) == widget.weights
     assert base64.b64decode(state["plain_weights"]) == widget.plain_weights
-    assert state["text"] == "Sunday 23 Feb 1969"
-    source = live.module_source("dates", shim=True)
-    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
-    assert not re.search(r"https?://|\bimport\s*[({]|\bimport\s+\w", code)
-    assert "export function gruCell" in source and "export function localModel" in source
+    assert state["plain_arch"]["attention"] is False and state["text"] == "Sunday 23 Feb 1969"

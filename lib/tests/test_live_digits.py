@@ -7,14 +7,13 @@ test-widgets-ipyw7` can run this file under ipywidgets 7.7.1 (.venv-colab).
 """
 
 import base64
-import json
 import re
 
 import ipywidgets
 import pytest
 import torch
 
-from attnbook import explain, widgets
+from attnbook import explain
 from attnbook.vit import TinyViT, build_vit
 from attnbook.widgets import live
 from attnbook.widgets.live import _pack_digits
@@ -138,33 +137,13 @@ def test_status_sentence_and_blank_note():
     assert "it rises by" in describe(out, "zero")
 
 
-def test_module_source_joins_runtime_and_explorer():
-    source = live.module_source("digits", shim=True)
-    assert "./runtime.js" not in source
-    assert len(re.findall(r"^export default", source, re.MULTILINE)) == 1
-    assert "export function biasedSelfAttention" in source and "touch-action:none" in source
-    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
-    assert not re.search(r"https?://|\bimport\s*[({]|\bimport\s+\w", code)
-
-
-def test_static_fragment_is_self_contained(monkeypatch):
+def test_the_page_starts_from_the_drawing_and_the_fill():
+    # The fragment carries widget._state() (test_live.py checks that for the four).
     widget = live.digits_live()
-    monkeypatch.setenv(widgets.STATIC_ENV, "1")
-    data, metadata = widget._repr_mimebundle_()
-    assert metadata == {"text/html": {widgets.STATIC_MARKER: True}}
-    fragment = data["text/html"]
-    assert fragment.startswith('<div class="attnbook-live-host"')
-    assert len(fragment.encode()) < 400 * 1024
-    assert not re.search(r'(src|href)="(?!data:)', fragment)
-    start = fragment.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
-    state = json.loads(fragment[start : fragment.index("</script>", start)])
+    state = widget._state()
     assert base64.b64decode(state["weights"]) == widget.weights
-    assert '<script type="module" async>' in fragment
     assert state["pixels"] == widget.pixels and state["fill"] == "zero"
-    alt = re.search(
-        r'class="attnbook-live-fallback" src="data:image/png;base64,[^"]+" alt="([^"]+)"', fragment
-    )
-    assert alt and "The model reads a" in alt[1]
+    assert len(state["mean_image"]) == 64 and "The model reads a" in widget.summary()
 
 
 def test_another_patch_size_and_depth_render_with_their_own_sizes():

@@ -7,15 +7,13 @@ under ipywidgets 7.7.1 (.venv-colab).
 """
 
 import base64
-import json
-import re
 
 import ipywidgets
 import numpy as np
 import pytest
 import torch
 
-from attnbook import lm, sampling, widgets
+from attnbook import lm, sampling
 from attnbook.widgets import live
 from attnbook.widgets.live import _pack_lm
 from attnbook.widgets.live.lm import (
@@ -243,25 +241,13 @@ def test_summary_describes_the_numbers():
     assert f"{best!r} {float(probs.max()):.2f}" in text and "Block 0, head 2" in text
 
 
-def test_static_fragment_is_self_contained(monkeypatch):
+def test_the_page_starts_from_the_settings_and_the_prompt():
+    # The fragment carries widget._state() (test_live.py checks that for the four).
     widget = live.lm_live()
-    monkeypatch.setenv(widgets.STATIC_ENV, "1")
-    data, metadata = widget._repr_mimebundle_()
-    assert metadata == {"text/html": {widgets.STATIC_MARKER: True}}
-    fragment = data["text/html"]
-    assert fragment.startswith('<div class="attnbook-live-host"')
-    # Weights (312 KB of base64), module and picture: the chapter page stays under 1 MiB.
-    assert len(fragment.encode()) < 400 * 1024
-    assert not re.search(r'(src|href)="(?!data:)', fragment)  # nothing fetched
-    start = fragment.index('class="attnbook-live-state">') + len('class="attnbook-live-state">')
-    state = json.loads(fragment[start : fragment.index("</script>", start)])
+    state = widget._state()
     assert base64.b64decode(state["weights"]) == widget.weights
     assert state["text"] == widget.text and state["arch"] == widget.arch
     assert state["top_k"] is None and state["greedy"] is True
-    source = live.module_source("lm", shim=True)
-    assert len(re.findall(r"^export default", source, re.MULTILINE)) == 1
-    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
-    assert not re.search(r"https?://|\bimport\s*[({]|\bimport\s+\w", code)
 
 
 def test_run_gives_every_block_and_head(shipped):

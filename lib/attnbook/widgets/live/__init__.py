@@ -10,11 +10,12 @@ runtime and an explorer into one module by dropping the explorer's one
 * In Jupyter, JupyterLab and Colab an explorer is an ``anywidget.AnyWidget``
   whose traitlets carry the weights (float16 bytes), the architecture and the
   input; the reader's own trained model can be handed to it.
-* On the website (``ATTNBOOK_STATIC=1``) it emits a self-contained fragment:
-  the same module, the shim and the weights inline (see
-  :mod:`attnbook.widgets.live.induction` for why inline), and a PNG of the
-  default input drawn by Python, which is what shows without JavaScript, on
-  GitHub, in nbval's stored outputs and in the PDF.
+* On the website (``ATTNBOOK_STATIC=1``) it emits a self-contained fragment
+  (:mod:`attnbook.widgets.live._fragment`, one for the four): the same module,
+  the shim and the weights inline (see :mod:`attnbook.widgets.live.induction`
+  for why inline), and a PNG of the default input drawn by Python, which is
+  what shows without JavaScript, on GitHub, in nbval's stored outputs and in
+  the PDF.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ and the architecture that ``dates.js`` reads (``runtime.js``: ``unpack``);
 :func:`unpack_gru_seq2seq` turns them back into a float32 model, so PyTorch runs
 exactly the weights the page runs. :func:`read_source` reads the text box as
 the page does, :func:`training_format` says whether a text is written in one of
-the training formats, and :func:`run` is the page's forward pass and greedy
-decoding in PyTorch (logits and attention weights of every output step).
+the training formats (:func:`verdict_text` says it in the page's words), and
+:func:`run` is the page's forward pass and greedy decoding in PyTorch (logits
+and attention weights of every output step).
 """
 
 from __future__ import annotations
@@ -252,6 +253,45 @@ def training_format(text: str) -> dict:
         reason = "ok" if written == text else "spelling"
         return {"format": fmt, "date": iso, "reason": reason, "written": written}
     return {"format": None, "date": None, "reason": "format", "written": None}
+
+
+# Each verdict of :func:`training_format` in plain words: what the page writes
+# under the answers (``verdictText`` in dates.js) and the stored picture's alt
+# text says. The formats are shown by the date the page's examples write,
+# 25 November 2026.
+VERDICT_WORDS = {
+    "ok": "A date in one of the four training formats ({format}, like “{example}”): "
+    "the right answer is {date}.",
+    "format": "Outside the training formats: the models only ever saw dates written like "
+    "{examples}. Whatever they write here is a guess from familiar-looking pieces, not a reading.",
+    "no date": "Shaped like the training's {format} format, but it names no real day: "
+    "the models never saw one.",
+    "range": "A real date, {date}, but outside the years {first}-{last} the models were trained on.",
+    "weekday": "Shaped like the training's weekday format, but the weekday is wrong for {date}: "
+    "the training data never had a wrong weekday.",
+    "spelling": "Close to the training's {format} format, but the training data write this "
+    "date “{written}”.",
+}
+EXAMPLES = {fmt: format_date(datetime.date(2026, 11, 25), fmt) for fmt in FORMATS}
+
+
+def verdict_text(verdict: dict) -> str:
+    """:func:`training_format`'s ``verdict`` in the page's words (:data:`VERDICT_WORDS`)."""
+    if not isinstance(verdict, dict) or verdict.get("reason") not in VERDICT_WORDS:
+        raise ValueError(
+            f"verdict must be a dict of training_format with a reason in {tuple(VERDICT_WORDS)}, "
+            f"got {verdict!r}"
+        )
+    quoted = [f"“{e}”" for e in EXAMPLES.values()]
+    return VERDICT_WORDS[verdict["reason"]].format(
+        format=verdict["format"],
+        example=EXAMPLES.get(verdict["format"]),
+        date=verdict["date"],
+        written=verdict["written"],
+        first=FIRST_DATE.year,
+        last=LAST_DATE.year,
+        examples=f"{', '.join(quoted[:-1])} or {quoted[-1]}",
+    )
 
 
 assert set(_PATTERNS) == set(FORMATS)

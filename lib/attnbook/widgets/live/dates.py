@@ -7,9 +7,11 @@ without attention (by default seed 0 of ``make seq2seq-runs``, 800 steps, in
 ``dates_no_attention.f16``), both made by ``make live-weights``. For a date the
 reader types in any format, the page shows both models' answers side by side,
 the cross-attention heatmap of the model with attention, and whether the input
-is written in one of the four training formats. The forward passes and the
-greedy decoding run in the browser (``dates.js`` on ``runtime.js``); Python
-packs the weights and draws the stored picture.
+is written in one of the four training formats (in the words of
+:func:`~attnbook.widgets.live._pack_dates.verdict_text`, which the alt text
+uses too). The forward passes and the greedy decoding run in the browser
+(``dates.js`` on ``runtime.js``); Python packs the weights and draws the
+stored picture.
 
 On the website the fragment inlines the module and both models' weights
 (about 250 KB of base64), for the reasons given in
@@ -18,9 +20,6 @@ On the website the fragment inlines the module and both models' weights
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
 import io
 import json
 from importlib import resources
@@ -31,10 +30,16 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ...seq2seq import GRUSeq2Seq
-from .._core import STATIC_MARKER, static_mode
-from ._pack_dates import pack_gru_seq2seq, read_source, run, training_format, unpack_gru_seq2seq
+from ._fragment import LiveDisplay
+from ._pack_dates import (
+    pack_gru_seq2seq,
+    read_source,
+    run,
+    training_format,
+    unpack_gru_seq2seq,
+    verdict_text,
+)
 from ._source import module_source
-from .induction import _STYLE
 
 WEIGHTS_FILES = {"attention": "dates.f16", "no_attention": "dates_no_attention.f16"}
 ARCH_FILE = "dates.json"
@@ -85,7 +90,7 @@ def _characters(tokens) -> str:
     return "".join("\u2205" if t == 0 else TARGET_VOCAB.symbols[t] for t in tokens)
 
 
-class DatesLive(anywidget.AnyWidget):
+class DatesLive(LiveDisplay, anywidget.AnyWidget):
     """The live explorer of chapter 13 (see the module docstring).
 
     Traitlets (synced with the page): ``weights`` and ``arch`` of the model
@@ -93,7 +98,9 @@ class DatesLive(anywidget.AnyWidget):
     and ``text`` (what the reader typed). :meth:`set_model` hands it others.
     """
 
-    _esm = module_source("dates")
+    _module = "dates"
+    _esm = module_source(_module)
+    _page_state = ("weights", "arch", "plain_weights", "plain_arch", "text")
     weights = traitlets.Bytes(b"").tag(sync=True)
     arch = traitlets.Dict().tag(sync=True)
     plain_weights = traitlets.Bytes(b"").tag(sync=True)
@@ -150,19 +157,13 @@ class DatesLive(anywidget.AnyWidget):
         if out is None:
             return "No date in the text box: the explorer shows a note and no picture."
         text = self.read()["text"]
-        verdict = self.verdict()
-        where = (
-            f"a date in the training's {verdict['format']} format"
-            if verdict["reason"] == "ok"
-            else "an input outside the training formats"
-        )
         looks = []
         for t, c in enumerate(_characters(out["tokens"])):
             j = int(out["weights"][t].argmax())
             looks.append(f"{c} on {text[j] if text[j] != ' ' else 'a space'}")
         return (
-            f"Cross-attention heatmap for {text!r}, {where}: one row per output character, "
-            f"one column per input character. With attention the model writes "
+            f"Cross-attention heatmap for {text!r}: one row per output character, one column "
+            f"per input character. {verdict_text(self.verdict())} With attention the model writes "
             f"{out['answer']}, without attention {plain['answer']}. Largest weight of each "
             f"output character: {', '.join(looks)}."
         )
@@ -173,73 +174,12 @@ class DatesLive(anywidget.AnyWidget):
             raise ValueError("text holds no character of the date vocabulary: nothing to draw")
         return picture(self.read()["text"], out, plain)
 
-    # -- display ---------------------------------------------------------------
-    def to_html(self) -> str:
-        """The website's fragment: module, shim and weights inline, the PNG without JavaScript.
-
-        The module is ``async``: it runs as soon as it is parsed, not after the
-        page's deferred scripts. On the chapter page MathJax (a deferred script
-        ahead of it) otherwise held the first result back by 0.3-1 s (measured
-        under load; 70-80 ms without MathJax); with ``async`` it is drawn before
-        the page becomes interactive."""
-        state = {
-            "weights": base64.b64encode(self.weights).decode("ascii"),
-            "arch": self.arch,
-            "plain_weights": base64.b64encode(self.plain_weights).decode("ascii"),
-            "plain_arch": self.plain_arch,
-            "text": self.text,
-        }
-        state_json = json.dumps(state, separators=(",", ":")).replace("</", "<\\/")
-        source = module_source("dates", shim=True)
-        if "</script" in source.lower():
-            raise ValueError("the module source must not contain '</script'")
-        png = self.png()
-        digest = hashlib.sha1(self.weights + self.plain_weights + self.text.encode())
-        uid = "attnbook-live-" + digest.hexdigest()[:10]
-        alt = html.escape(self.summary())
-        script = (
-            f"{source}\n"
-            f"const host = document.getElementById({json.dumps(uid)});\n"
-            "const state = JSON.parse(host.querySelector('.attnbook-live-state').textContent);\n"
-            "host.classList.add('attnbook-live-running');\n"
-            "render({ model: localModel(state), el: host.querySelector('.attnbook-live-app') });\n"
-        )
-        return (
-            f'<div class="attnbook-live-host" id="{uid}">{_STYLE}\n'
-            f'<img class="attnbook-live-fallback" src="data:image/png;base64,'
-            f'{base64.b64encode(png).decode("ascii")}" alt="{alt}" '
-            'style="max-width:100%;height:auto">\n'
-            '<div class="attnbook-live-app"></div>\n'
-            f'<script type="application/json" class="attnbook-live-state">{state_json}</script>\n'
-            f'<script type="module" async>{script}</script>\n</div>'
-        )
+    # -- display (LiveDisplay) -----------------------------------------------
+    def _drawable(self) -> bool:
+        return bool(self.read()["text"])
 
     def __repr__(self) -> str:
         return f"DatesLive(text={self.text!r}, read={self.read()['text']!r})"
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        if static_mode():
-            data = {"text/plain": repr(self), "text/html": self.to_html()}
-            return data, {"text/html": {STATIC_MARKER: True}}
-        data = {
-            "text/plain": repr(self),
-            "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.model_id,
-            },
-        }
-        if self.read()["text"]:
-            data["image/png"] = base64.b64encode(self.png()).decode("ascii")
-        return data, {}
-
-    def _ipython_display_(self):
-        # ipywidgets 7 displays a widget through this method, before any
-        # _repr_mimebundle_: the same bundle, with its PNG fallback.
-        from IPython.display import display
-
-        data, metadata = self._repr_mimebundle_()
-        display(data, metadata=metadata, raw=True)
 
 
 def _checked(model, attention: bool) -> GRUSeq2Seq:

@@ -20,9 +20,6 @@ DecompressionStream), which the 100 ms budget cannot afford.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
 import io
 import json
 from importlib import resources
@@ -35,7 +32,7 @@ from matplotlib.figure import Figure
 
 from ...explain import attention_rollout, cls_attention, occlusion_scores
 from ...vit import TinyViT
-from .._core import STATIC_MARKER, static_mode
+from ._fragment import LiveDisplay
 from ._pack_digits import pack_vit, unpack_vit
 from ._source import module_source
 
@@ -194,14 +191,7 @@ def picture(pixels: list[float], out: dict, fill: str) -> bytes:
     return buffer.getvalue()
 
 
-_STYLE = (
-    "<style>.attnbook-live-running>.attnbook-live-fallback{display:none}"
-    "@media print{.attnbook-live-running>.attnbook-live-fallback{display:block}"
-    ".attnbook-live-running>.attnbook-live-app{display:none}}</style>"
-)
-
-
-class DigitsLive(anywidget.AnyWidget):
+class DigitsLive(LiveDisplay, anywidget.AnyWidget):
     """The live explorer of chapter 15 (see the module docstring).
 
     Traitlets (synced with the page): ``weights`` (float16 bytes), ``arch``
@@ -211,7 +201,9 @@ class DigitsLive(anywidget.AnyWidget):
     image"``). :meth:`set_model` hands it another model.
     """
 
-    _esm = module_source("digits")
+    _module = "digits"
+    _esm = module_source(_module)
+    _page_state = ("weights", "arch", "mean_image", "examples", "pixels", "fill")
     weights = traitlets.Bytes(b"").tag(sync=True)
     arch = traitlets.Dict().tag(sync=True)
     mean_image = traitlets.List().tag(sync=True)
@@ -259,41 +251,7 @@ class DigitsLive(anywidget.AnyWidget):
     def png(self) -> bytes:
         return picture(self.pixels, self.forward(), self.fill)
 
-    # -- display ---------------------------------------------------------------
-    def to_html(self) -> str:
-        """The website's fragment: module, shim and weights inline, the PNG without JavaScript."""
-        state = {
-            "weights": base64.b64encode(self.weights).decode("ascii"),
-            "arch": self.arch,
-            "mean_image": self.mean_image,
-            "examples": self.examples,
-            "pixels": self.pixels,
-            "fill": self.fill,
-        }
-        state_json = json.dumps(state, separators=(",", ":")).replace("</", "<\\/")
-        source = module_source("digits", shim=True)
-        if "</script" in source.lower():
-            raise ValueError("the module source must not contain '</script'")
-        uid = "attnbook-live-" + hashlib.sha1(self.weights + state_json.encode()).hexdigest()[:10]
-        alt = html.escape(self.summary())
-        script = (
-            f"{source}\n"
-            f"const host = document.getElementById({json.dumps(uid)});\n"
-            "const state = JSON.parse(host.querySelector('.attnbook-live-state').textContent);\n"
-            "host.classList.add('attnbook-live-running');\n"
-            "render({ model: localModel(state), el: host.querySelector('.attnbook-live-app') });\n"
-        )
-        return (
-            f'<div class="attnbook-live-host" id="{uid}">{_STYLE}\n'
-            f'<img class="attnbook-live-fallback" src="data:image/png;base64,'
-            f'{base64.b64encode(self.png()).decode("ascii")}" alt="{alt}" '
-            'style="max-width:100%;height:auto">\n'
-            '<div class="attnbook-live-app"></div>\n'
-            f'<script type="application/json" class="attnbook-live-state">{state_json}</script>\n'
-            # async: the module runs as soon as it is parsed, not after the
-            # page's deferred scripts (MathJax), as chapter 13's explorer does.
-            f'<script type="module" async>{script}</script>\n</div>'
-        )
+    # -- display (LiveDisplay; a blank grid has a picture too) -----------------
 
     def __repr__(self) -> str:
         a = self.arch
@@ -302,29 +260,6 @@ class DigitsLive(anywidget.AnyWidget):
             f"DigitsLive(blocks={a['num_layers']}, heads={a['num_heads']}, width="
             f"{a['num_hiddens']}, fill={self.fill!r}, {inked} of 64 pixels inked)"
         )
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        if static_mode():
-            data = {"text/plain": repr(self), "text/html": self.to_html()}
-            return data, {"text/html": {STATIC_MARKER: True}}
-        data = {
-            "text/plain": repr(self),
-            "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.model_id,
-            },
-            "image/png": base64.b64encode(self.png()).decode("ascii"),
-        }
-        return data, {}
-
-    def _ipython_display_(self):
-        # ipywidgets 7 displays a widget through this method, before any
-        # _repr_mimebundle_: the same bundle, with its PNG fallback.
-        from IPython.display import display
-
-        data, metadata = self._repr_mimebundle_()
-        display(data, metadata=metadata, raw=True)
 
 
 # The test digit the explorer starts from (its index in ``examples``: the digit).

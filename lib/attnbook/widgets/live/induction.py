@@ -18,9 +18,6 @@ self-contained and works from ``file://``, where a module or ``fetch`` from
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
 import io
 import json
 from importlib import resources
@@ -32,7 +29,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ...induction import AttentionOnlyTransformer, make_repeat_batch
-from .._core import STATIC_MARKER, static_mode
+from ._fragment import LiveDisplay
 from ._pack import find_heads, pack_attention_only, unpack_attention_only
 from ._source import module_source
 
@@ -178,14 +175,7 @@ def picture(tokens, logits, attention, heads) -> bytes:
     return buffer.getvalue()
 
 
-_STYLE = (
-    "<style>.attnbook-live-running>.attnbook-live-fallback{display:none}"
-    "@media print{.attnbook-live-running>.attnbook-live-fallback{display:block}"
-    ".attnbook-live-running>.attnbook-live-app{display:none}}</style>"
-)
-
-
-class InductionLive(anywidget.AnyWidget):
+class InductionLive(LiveDisplay, anywidget.AnyWidget):
     """The live explorer of chapter 11 (see the module docstring).
 
     Traitlets (synced with the page): ``weights`` (float16 bytes), ``arch``
@@ -194,7 +184,9 @@ class InductionLive(anywidget.AnyWidget):
     (of the last random sequence). :meth:`set_model` hands it another model.
     """
 
-    _esm = module_source("induction")
+    _module = "induction"
+    _esm = module_source(_module)
+    _page_state = ("weights", "arch", "heads", "text", "seed")
     weights = traitlets.Bytes(b"").tag(sync=True)
     arch = traitlets.Dict().tag(sync=True)
     heads = traitlets.Dict().tag(sync=True)
@@ -247,39 +239,9 @@ class InductionLive(anywidget.AnyWidget):
             raise ValueError("text holds no token id: there is nothing to draw")
         return picture(tokens, logits, attention, self.heads)
 
-    # -- display ---------------------------------------------------------------
-    def to_html(self) -> str:
-        """The website's fragment: module, shim and weights inline, the PNG without JavaScript."""
-        state = {
-            "weights": base64.b64encode(self.weights).decode("ascii"),
-            "arch": self.arch,
-            "heads": self.heads,
-            "text": self.text,
-            "seed": self.seed,
-        }
-        state_json = json.dumps(state, separators=(",", ":")).replace("</", "<\\/")
-        source = module_source("induction", shim=True)
-        if "</script" in source.lower():
-            raise ValueError("the module source must not contain '</script'")
-        png = self.png()
-        uid = "attnbook-live-" + hashlib.sha1(self.weights + self.text.encode()).hexdigest()[:10]
-        alt = html.escape(self.summary())
-        script = (
-            f"{source}\n"
-            f"const host = document.getElementById({json.dumps(uid)});\n"
-            "const state = JSON.parse(host.querySelector('.attnbook-live-state').textContent);\n"
-            "host.classList.add('attnbook-live-running');\n"
-            "render({ model: localModel(state), el: host.querySelector('.attnbook-live-app') });\n"
-        )
-        return (
-            f'<div class="attnbook-live-host" id="{uid}">{_STYLE}\n'
-            f'<img class="attnbook-live-fallback" src="data:image/png;base64,'
-            f'{base64.b64encode(png).decode("ascii")}" alt="{alt}" '
-            'style="max-width:100%;height:auto">\n'
-            '<div class="attnbook-live-app"></div>\n'
-            f'<script type="application/json" class="attnbook-live-state">{state_json}</script>\n'
-            f'<script type="module">{script}</script>\n</div>'
-        )
+    # -- display (LiveDisplay) -----------------------------------------------
+    def _drawable(self) -> bool:
+        return bool(self.parsed()["tokens"])
 
     def __repr__(self) -> str:
         a = self.arch
@@ -287,30 +249,6 @@ class InductionLive(anywidget.AnyWidget):
             f"InductionLive(layers={a['num_layers']}, heads={a['num_heads']}, "
             f"width={a['num_hiddens']}, vocab={a['vocab']}, {len(self.parsed()['tokens'])} tokens)"
         )
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        if static_mode():
-            data = {"text/plain": repr(self), "text/html": self.to_html()}
-            return data, {"text/html": {STATIC_MARKER: True}}
-        data = {
-            "text/plain": repr(self),
-            "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.model_id,
-            },
-        }
-        if self.parsed()["tokens"]:
-            data["image/png"] = base64.b64encode(self.png()).decode("ascii")
-        return data, {}
-
-    def _ipython_display_(self):
-        # ipywidgets 7 displays a widget through this method, before any
-        # _repr_mimebundle_: the same bundle, with its PNG fallback.
-        from IPython.display import display
-
-        data, metadata = self._repr_mimebundle_()
-        display(data, metadata=metadata, raw=True)
 
 
 def induction_live(

@@ -23,9 +23,6 @@ for why): the chapter's page stays under 1 MiB with them (``make bench``).
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
 import io
 import json
 import math
@@ -42,7 +39,7 @@ from matplotlib.figure import Figure
 from ... import _validate, sampling
 from ...corpus import CharTokenizer
 from ...lm import KVCache, TinyLM, generate
-from .._core import STATIC_MARKER, static_mode
+from ._fragment import LiveDisplay
 from ._pack_lm import pack_tiny_lm, unpack_tiny_lm
 from ._source import module_source
 
@@ -207,14 +204,7 @@ def picture(chars, ids, probs, weights, block, head) -> bytes:
     return buffer.getvalue()
 
 
-_STYLE = (
-    "<style>.attnbook-live-running>.attnbook-live-fallback{display:none}"
-    "@media print{.attnbook-live-running>.attnbook-live-fallback{display:block}"
-    ".attnbook-live-running>.attnbook-live-app{display:none}}</style>"
-)
-
-
-class LMLive(anywidget.AnyWidget):
+class LMLive(LiveDisplay, anywidget.AnyWidget):
     """The live explorer of chapter 10 (see the module docstring).
 
     Traitlets (synced with the page): ``weights`` (float16 bytes), ``arch``
@@ -224,7 +214,20 @@ class LMLive(anywidget.AnyWidget):
     sampled continuation). :meth:`set_model` hands it another model.
     """
 
-    _esm = module_source("lm")
+    _module = "lm"
+    _esm = module_source(_module)
+    _page_state = (
+        "arch",
+        "text",
+        "temperature",
+        "top_k",
+        "top_p",
+        "block",
+        "head",
+        "greedy",
+        "seed",
+        "weights",
+    )
     weights = traitlets.Bytes(b"").tag(sync=True)
     arch = traitlets.Dict().tag(sync=True)
     text = traitlets.Unicode("").tag(sync=True)
@@ -358,38 +361,9 @@ class LMLive(anywidget.AnyWidget):
             raise ValueError("text holds no character the model knows: there is nothing to draw")
         return picture(*view)
 
-    # -- display ---------------------------------------------------------------
-    def _state(self) -> dict:
-        names = ("arch", "text", "temperature", "top_k", "top_p", "block", "head", "greedy", "seed")
-        state = {name: getattr(self, name) for name in names}
-        state["weights"] = base64.b64encode(self.weights).decode("ascii")
-        return state
-
-    def to_html(self) -> str:
-        """The website's fragment: module, shim and weights inline, the PNG without JavaScript."""
-        state_json = json.dumps(self._state(), separators=(",", ":")).replace("</", "<\\/")
-        source = module_source("lm", shim=True)
-        if "</script" in source.lower():
-            raise ValueError("the module source must not contain '</script'")
-        png = self.png()
-        uid = "attnbook-live-" + hashlib.sha1(self.weights + self.text.encode()).hexdigest()[:10]
-        alt = html.escape(self.summary())
-        script = (
-            f"{source}\n"
-            f"const host = document.getElementById({json.dumps(uid)});\n"
-            "const state = JSON.parse(host.querySelector('.attnbook-live-state').textContent);\n"
-            "host.classList.add('attnbook-live-running');\n"
-            "render({ model: localModel(state), el: host.querySelector('.attnbook-live-app') });\n"
-        )
-        return (
-            f'<div class="attnbook-live-host" id="{uid}">{_STYLE}\n'
-            f'<img class="attnbook-live-fallback" src="data:image/png;base64,'
-            f'{base64.b64encode(png).decode("ascii")}" alt="{alt}" '
-            'style="max-width:100%;height:auto">\n'
-            '<div class="attnbook-live-app"></div>\n'
-            f'<script type="application/json" class="attnbook-live-state">{state_json}</script>\n'
-            f'<script type="module">{script}</script>\n</div>'
-        )
+    # -- display (LiveDisplay) -----------------------------------------------
+    def _drawable(self) -> bool:
+        return bool(self.parsed()["ids"])
 
     def __repr__(self) -> str:
         a = self.arch
@@ -397,30 +371,6 @@ class LMLive(anywidget.AnyWidget):
             f"LMLive(layers={a['num_layers']}, heads={a['num_heads']}, width={a['num_hiddens']}, "
             f"vocab={a['vocab_size']}, {len(self.parsed()['ids'])} characters)"
         )
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        if static_mode():
-            data = {"text/plain": repr(self), "text/html": self.to_html()}
-            return data, {"text/html": {STATIC_MARKER: True}}
-        data = {
-            "text/plain": repr(self),
-            "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.model_id,
-            },
-        }
-        if self.parsed()["ids"]:
-            data["image/png"] = base64.b64encode(self.png()).decode("ascii")
-        return data, {}
-
-    def _ipython_display_(self):
-        # ipywidgets 7 displays a widget through this method, before any
-        # _repr_mimebundle_: the same bundle, with its PNG fallback.
-        from IPython.display import display
-
-        data, metadata = self._repr_mimebundle_()
-        display(data, metadata=metadata, raw=True)
 
 
 def lm_live(
