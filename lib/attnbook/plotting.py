@@ -1,4 +1,4 @@
-"""Plots for the chapters: attention heatmaps and regression fits.
+"""Plots for the chapters: attention heatmaps, regression fits, position similarity.
 
 Every function draws on a given Axes or on a new ``matplotlib.figure.Figure``
 (never through pyplot, so nothing global changes and nothing is shown as a
@@ -28,6 +28,7 @@ __all__ = [
     "show_heatmaps",
     "heatmap",
     "plot_fit",
+    "position_similarity_grid",
 ]
 
 
@@ -279,4 +280,56 @@ def plot_fit(
     if title is not None:
         ax.set_title(title)
     ax.legend(loc="upper right", fontsize="small")
+    return ax.figure
+
+
+def position_similarity_grid(
+    similarity: torch.Tensor | np.ndarray,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    cmap: str = "RdBu_r",
+) -> Figure:
+    """Draw every patch's position similarity map as one tile of a grid of tiles.
+
+    Args:
+        similarity: (g, g, g, g); ``similarity[r, c]`` is the (g, g) map of the
+            patch in row r, column c (as :func:`attnbook.vit.position_similarity`
+            returns it). It is drawn as the tile in row r, column c of a g x g
+            grid of tiles, each tile a g x g map laid out like the patches.
+        ax: the Axes to draw on; a new Figure when None.
+        title: the Axes title, or None.
+        cmap: a diverging colour map; the scale runs from -1 to 1 (cosine
+            similarity), so its middle colour is 0.
+
+    Returns:
+        The Figure drawn on (with a labelled colour bar). Each tile's own patch
+        is outlined in black; white lines part the tiles.
+    """
+    values = _to_numpy("similarity", similarity, 4)
+    g = values.shape[0]
+    if g < 1 or values.shape != (g, g, g, g):
+        raise ValueError(
+            f"similarity must have shape (g, g, g, g), one (g, g) map per patch, got {values.shape}"
+        )
+    # Tile (r, c) holds map similarity[r, c]: rows of the mosaic run over (r, r2).
+    mosaic = values.transpose(0, 2, 1, 3).reshape(g * g, g * g)
+    if ax is None:
+        ax = Figure(figsize=(4.2, 3.6), layout="constrained").subplots()
+    image = ax.imshow(mosaic, cmap=cmap, vmin=-1, vmax=1, interpolation="nearest")
+    for k in range(1, g):
+        ax.axhline(k * g - 0.5, color="white", linewidth=2.5)
+        ax.axvline(k * g - 0.5, color="white", linewidth=2.5)
+    for r, c in np.ndindex(g, g):
+        own = (r * g + r - 0.5, c * g + c - 0.5)  # the tile's own patch: (row, column) corner
+        ax.add_patch(Rectangle((own[1], own[0]), 1, 1, fill=False, edgecolor="black", lw=1))
+    centres = [k * g + (g - 1) / 2 for k in range(g)]
+    ax.set_xticks(centres, [str(k) for k in range(g)])
+    ax.set_yticks(centres, [str(k) for k in range(g)])
+    ax.tick_params(length=0)
+    ax.set_xlabel("patch column")
+    ax.set_ylabel("patch row")
+    if title is not None:
+        ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, label="cosine similarity")
     return ax.figure

@@ -15,6 +15,8 @@ After a forward call, ``attention_weights`` holds every block's weights.
   recipe.
 * :func:`train_vit`: AdamW with a one-cycle learning-rate schedule.
 * :func:`accuracy` and :func:`predict_proba`: evaluation in batches.
+* :func:`position_similarity`: the cosine similarity of the patches' learned
+  position vectors, laid out on the patch grid (the ViT paper's Fig. 7, centre).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "train_vit",
     "predict_proba",
     "accuracy",
+    "position_similarity",
 ]
 
 
@@ -243,3 +246,21 @@ def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
     probs = predict_proba(model, X)
     y = _validate.labels("y", y, count=len(X), num_classes=probs.shape[-1])
     return float((probs.argmax(-1) == y.to(probs.device)).float().mean())
+
+
+def position_similarity(model: TinyViT) -> torch.Tensor:
+    """How alike the learned position vectors of every two patches are, on the patch grid.
+
+    Returns S of shape (g, g, g, g), g = image_size // patch_size:
+    ``S[r, c, r2, c2]`` is the cosine similarity of the position vector of
+    the patch in row r, column c with that of the patch in row r2, column c2
+    (rows and columns count from 0; [CLS]'s position is left out). So
+    ``S[r, c]`` is a (g, g) map of one patch's similarity with every patch,
+    1 at the patch itself, as in Fig. 7 (centre) of Dosovitskiy et al. (2021).
+    A position vector of zeros has similarity 0 with every patch, itself included.
+    """
+    _validate.module("model", model, TinyViT)
+    positions = model.positions.detach()[0, 1:]  # (patches, D), [CLS] left out
+    unit = F.normalize(positions, dim=-1)
+    g = model.image_size // model.patch_size
+    return (unit @ unit.T).reshape(g, g, g, g)

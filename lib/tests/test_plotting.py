@@ -1,4 +1,4 @@
-"""Tests of attnbook.plotting: show_heatmaps, heatmap, plot_fit."""
+"""Tests of attnbook.plotting: show_heatmaps, heatmap, plot_fit, position_similarity_grid."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from matplotlib.colorbar import Colorbar
 from matplotlib.figure import Figure
 
 from attnbook.data import RegressionData, make_regression_data
-from attnbook.plotting import heatmap, plot_fit, show_heatmaps
+from attnbook.plotting import heatmap, plot_fit, position_similarity_grid, show_heatmaps
 
 
 @pytest.fixture(autouse=True)
@@ -406,6 +406,43 @@ def test_plot_fit_device(device):
 def test_plot_fit_bad_input(y_hat, error, pattern):
     with pytest.raises(error, match=pattern):
         plot_fit(make_regression_data(n_train=5), y_hat)
+
+
+# ---------------------------------------------------------------- position_similarity_grid
+
+
+@pytest.mark.parametrize("g", [2, 3, 4])
+def test_position_similarity_grid_puts_each_patch_map_in_its_tile(g):
+    # Every entry distinct, so a tile in the wrong place or a transposed one shows.
+    similarity = torch.linspace(-1, 1, g**4).reshape(g, g, g, g)
+    before = clones(similarity)
+    ax = new_ax()
+    fig = position_similarity_grid(similarity, ax=ax, title="positions")
+    assert fig is ax.figure and ax.get_title() == "positions"
+    (image,) = ax.images
+    mosaic = np.asarray(image.get_array())
+    assert mosaic.shape == (g * g, g * g)
+    for r, c, r2, c2 in np.ndindex(g, g, g, g):
+        assert mosaic[r * g + r2, c * g + c2] == pytest.approx(float(similarity[r, c, r2, c2]))
+    assert image.get_clim() == (-1, 1)  # cosine similarity: 0 is the middle colour
+    # each tile's own patch is outlined, at row r * g + r, column c * g + c
+    corners = sorted((p.get_y() + 0.5, p.get_x() + 0.5) for p in ax.patches)
+    assert corners == sorted((r * g + r, c * g + c) for r, c in np.ndindex(g, g))
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(k) for k in range(g)]
+    (bar,) = colorbars_of(fig)
+    assert bar.get_ylabel() == "cosine similarity"
+    assert_unchanged(before, [similarity])
+
+
+def test_position_similarity_grid_new_figure_and_bad_shapes():
+    fig = position_similarity_grid(np.eye(4).reshape(2, 2, 2, 2))
+    assert isinstance(fig, Figure) and len(images_of(fig)) == 1
+    with pytest.raises(
+        ValueError, match=r"similarity must have shape \(g, g, g, g\).*\(2, 2, 3, 3\)"
+    ):
+        position_similarity_grid(torch.zeros(2, 2, 3, 3))
+    with pytest.raises(ValueError, match=r"similarity must have 4 axes, got shape \(16, 16\)"):
+        position_similarity_grid(torch.zeros(16, 16))
 
 
 def test_plotting_does_not_import_pyplot_state():

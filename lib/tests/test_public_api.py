@@ -926,6 +926,10 @@ def _cases() -> dict[str, Case]:
         lambda: {"model": _vit(), "untrained": _vit(), "data": _digits(), "seed": 0},
         skip={"seed"},
     )
+    c["vit.position_similarity"] = Case(lambda: {"model": _vit()})
+    c["vit_study.distance_correlation"] = Case(
+        lambda: {"similarity": _rand(3, 3, 3, 3), "distance": "city block"}, nan={"similarity"}
+    )
     c["composition.path_ablation_accuracy"] = Case(
         lambda: {"model": _induction_model(), "batch": _repeat_batch(), "paths": ("queries",)}
     )

@@ -510,6 +510,10 @@ def test_the_sweep_is_package_data_and_holds_every_seed():
             assert {f"{fill}: deletion {o}" for o in vit_study.ORDERS} <= record.keys()
             assert {f"{fill}: untrained rollout", f"{fill}: rollout, given ink"} <= record.keys()
         assert {"fills agree", "misread"} <= record.keys()
+        other_maps = {"raw attention, block 0", *(f"raw attention, head {h}" for h in range(4))}
+        assert {f"{f}: {m}" for f in ("zero", "mean image") for m in other_maps} <= record.keys()
+        assert {f"positions: similarity vs {d}" for d in vit_study.DISTANCES} <= record.keys()
+        assert "accuracy, positions averaged" in record
         nets = {"CNN (ViT recipe)", "CNN 16 (ViT recipe)", "MLP 128 (ViT recipe)"}
         assert nets <= sweep["baselines"][seed].keys()
 
@@ -525,3 +529,7 @@ def test_records_agree_names_what_drifted():
     assert vit_study.records_agree(live, stored) == [
         "zero: rollout, top match: live 0.3200, stored 0.2000"
     ]
+    # the crippled model's accuracy has its own, wider tolerance than accuracy's
+    stored = {"accuracy, positions averaged": 0.30}
+    assert vit_study.records_agree({"accuracy, positions averaged": 0.35}, stored) == []
+    assert vit_study.records_agree({"accuracy, positions averaged": 0.41}, stored) != []
