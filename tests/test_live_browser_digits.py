@@ -19,7 +19,12 @@ HOST = ".attnbook-live-digits"
 
 
 def result(page) -> dict:
-    """The numbers and notes the explorer shows now."""
+    """The numbers and notes the explorer shows, once its occlusion map (drawn
+    just after the rest) is there."""
+    page.wait_for_function(
+        """() => { const ds = document.querySelector('.attnbook-live-digits .attnbook-live-result').dataset;
+                   return ds.updates && ds.occluded === ds.updates; }"""
+    )
     return page.evaluate(
         """() => {
             const host = document.querySelector('.attnbook-live-digits');

@@ -61,10 +61,12 @@ TYPE_JS = """async ({rounds, host: hostSelector, field: fieldSelector, values}) 
 
 
 # A stroke over the whole grid, row by row in a snake, with the pen and then
-# the eraser (128 cells, each one redraw: the forward pass, the 16 occlusion
-# passes, five canvases and the bars), `rounds` times. Each time runs from
-# the pointer event to the redrawn picture laid out, as TYPE_JS's; the page's
-# own time for the occlusion map, if it says (data-occlusion-ms), beside it.
+# the eraser (128 cells, each one redraw: the forward pass, four canvases and
+# the bars), `rounds` times. Each time runs from the pointer event to the
+# redrawn picture laid out, as TYPE_JS's. The occlusion map (up to 16 more
+# forward passes) follows once that frame is painted: the stroke waits for it,
+# and the page's own time from the pointer event to the map drawn
+# (data-occlusion-ms) is reported beside.
 STROKE_JS = """async ({rounds, host: hostSelector}) => {
     const host = document.querySelector(hostSelector);
     const canvas = host.querySelector('canvas');
@@ -93,8 +95,12 @@ STROKE_JS = """async ({rounds, host: hostSelector}) => {
                 times.push(ms);
                 compute.push(Number(out.dataset.computeMs));
                 draw.push(Number(out.dataset.drawMs));
-                if (out.dataset.occlusionMs) occlusion.push(Number(out.dataset.occlusionMs));
                 await new Promise(requestAnimationFrame);
+                // the occlusion map, drawn after that frame (pages that draw it with the rest set no data-occluded)
+                while (out.dataset.occluded !== undefined && out.dataset.occluded !== out.dataset.updates) {
+                    await new Promise((resolve) => setTimeout(resolve, 0));
+                }
+                if (out.dataset.occlusionMs) occlusion.push(Number(out.dataset.occlusionMs));
             }
             canvas.dispatchEvent(new PointerEvent('pointerup', point));
         }

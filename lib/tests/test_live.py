@@ -10,6 +10,8 @@ import base64
 import html
 import json
 import re
+import shutil
+import subprocess
 
 import ipywidgets
 import numpy as np
@@ -108,6 +110,34 @@ def test_module_source_joins_runtime_and_explorer(name):
     assert not re.search(r"https?://|\bimport\s*[({]|\bimport\s+\w", code)
 
 
+@pytest.mark.parametrize("name", list(MODULE_EXPORTS))
+def test_script_source_is_a_classic_script(name, tmp_path):
+    """The website's form of the module: no export or import left, one strict
+    scope, and node parses it as a script (a module's syntax would not parse)."""
+    script = live.script_source(name, "render({ model: localModel({}), el: null });\n")
+    assert script.startswith('(() => {\n"use strict";\n') and script.endswith("})();\n")
+    assert not re.search(r"^(export|import)\b", script, re.MULTILINE)
+    for function in ("localModel", "render", *MODULE_EXPORTS[name]):
+        assert re.search(rf"^(async )?function {function}\(", script, re.MULTILINE)
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    path = tmp_path / f"{name}.cjs"  # .cjs: node reads it as a script, not a module
+    path.write_text(script, encoding="utf-8")
+    checked = subprocess.run([node, "--check", str(path)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_script_source_refuses_module_syntax_it_cannot_remove(monkeypatch):
+    from attnbook.widgets.live import _source
+
+    monkeypatch.setattr(
+        _source, "module_source", lambda name, shim: "export { a as b };\nconst a = 1;\n"
+    )
+    with pytest.raises(ValueError, match="module syntax a classic script cannot run"):
+        _source.script_source("digits", "")
+
+
 def test_widget_carries_weights_arch_heads_and_text():
     widget = live.induction_live(text="1 2 3 1 2")
     assert isinstance(widget, ipywidgets.DOMWidget)
@@ -164,7 +194,7 @@ WEIGHT_KIB = {"induction": 300, "lm": 400, "dates": 400, "digits": 400}
 @pytest.mark.parametrize("name", list(EXPLORERS))
 def test_every_explorer_has_the_shared_website_form(name, monkeypatch):
     """The four fragments come from one builder (live._fragment): the fallback picture
-    with the summary as alt text, the state the shim reads, one async module script."""
+    with the summary as alt text, the state the shim reads, one classic script."""
     monkeypatch.setenv(widgets.STATIC_ENV, "1")
     fragments = []
     for make in EXPLORERS[name]:
@@ -180,9 +210,11 @@ def test_every_explorer_has_the_shared_website_form(name, monkeypatch):
         assert len(fragment.encode()) < WEIGHT_KIB[name] * 1024
         assert not re.search(r'(src|href)="(?!data:)', fragment)  # nothing fetched
         assert 'class="attnbook-explorer"' not in fragment  # not a frame explorer
-        # Run as soon as parsed, not after the page's deferred scripts (MathJax).
-        assert re.findall(r"<script type=\"module\"[^>]*>", fragment) == [
-            '<script type="module" async>'
+        # Run when parsed, not after the page's deferred scripts (MathJax): one
+        # classic script, no module script.
+        assert re.findall(r"<script\b[^>]*>", fragment) == [
+            '<script type="application/json" class="attnbook-live-state">',
+            "<script>",
         ]
         assert f"document.getElementById({json.dumps(host[1])})" in fragment
         img = re.search(

@@ -11,8 +11,10 @@ runtime and an explorer into one module by dropping the explorer's one
   whose traitlets carry the weights (float16 bytes), the architecture and the
   input; the reader's own trained model can be handed to it.
 * On the website (``ATTNBOOK_STATIC=1``) it emits a self-contained fragment
-  (:mod:`attnbook.widgets.live._fragment`, one for the four): the same module,
-  the shim and the weights inline (see :mod:`attnbook.widgets.live.induction`
+  (:mod:`attnbook.widgets.live._fragment`, one for the four): the same code,
+  the shim and the weights inline, as one classic script
+  (:func:`script_source`: the module's ``export`` keywords left out, so that
+  it runs as soon as the page's parser reaches it) (see :mod:`attnbook.widgets.live.induction`
   for why inline), and a PNG of the default input drawn by Python, which is
   what shows without JavaScript, on GitHub, in nbval's stored outputs and in
   the PDF.
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 from ._pack import find_heads, pack_attention_only, unpack_attention_only
 from ._pack_dates import pack_gru_seq2seq, unpack_gru_seq2seq
-from ._source import module_source, read_source
+from ._source import module_source, read_source, script_source
 from .dates import DatesLive, dates_live
 from .digits import DigitsLive, digits_live
 from .induction import InductionLive, induction_live, load_chapter_weights
@@ -44,6 +46,7 @@ __all__ = [
     "pack_attention_only",
     "pack_gru_seq2seq",
     "read_source",
+    "script_source",
     "unpack_attention_only",
     "unpack_gru_seq2seq",
 ]

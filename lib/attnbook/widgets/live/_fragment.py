@@ -13,12 +13,13 @@ name and state (sha1), holding
 * the state as JSON in ``<script type="application/json"
   class="attnbook-live-state">`` (weights as base64), read by ``shim.js``'s
   ``localModel``,
-* the module itself, ``<script type="module" async>``: the runtime, the
-  explorer and the shim inline (:func:`module_source`). ``async`` makes it run
-  as soon as it is parsed instead of after the page's deferred scripts
-  (MathJax), which otherwise held the first result back by 0.3-1 s on chapter
-  13's page (measured under load); the budget is 100 ms after the page
-  becomes interactive.
+* the explorer as one classic ``<script>`` (:func:`script_source`): the
+  runtime, the explorer and the shim inline, then the lines that start it. A
+  classic script runs when the parser reaches it, so the first result is drawn
+  before the rest of the page is parsed. A module script (``async`` or not)
+  waits for a task of its own, and on chapter 15's page that came after the
+  page's deferred scripts (MathJax) in 3 of 5 loads, 0.2 s after the page
+  became interactive (the budget is 100 ms).
 
 :class:`LiveDisplay` gives an explorer (an ``anywidget.AnyWidget``)
 ``to_html``, ``_repr_mimebundle_`` and ``_ipython_display_`` from what it
@@ -34,7 +35,7 @@ import html
 import json
 
 from .._core import STATIC_MARKER, static_mode
-from ._source import module_source
+from ._source import script_source
 
 STYLE = (
     "<style>.attnbook-live-running>.attnbook-live-fallback{display:none}"
@@ -48,17 +49,16 @@ def static_fragment(name: str, state: dict, png: bytes, alt: str) -> str:
     ``state`` (JSON-able, what ``localModel`` serves the module), with ``png``
     and its ``alt`` text as the no-JavaScript fallback (see the module docstring)."""
     state_json = json.dumps(state, separators=(",", ":")).replace("</", "<\\/")
-    source = module_source(name, shim=True)
-    if "</script" in source.lower():
-        raise ValueError(f"the module source of {name}.js must not contain '</script'")
     uid = "attnbook-live-" + hashlib.sha1(f"{name}\n{state_json}".encode()).hexdigest()[:10]
-    script = (
-        f"{source}\n"
+    script = script_source(
+        name,
         f"const host = document.getElementById({json.dumps(uid)});\n"
         "const state = JSON.parse(host.querySelector('.attnbook-live-state').textContent);\n"
         "host.classList.add('attnbook-live-running');\n"
-        "render({ model: localModel(state), el: host.querySelector('.attnbook-live-app') });\n"
+        "render({ model: localModel(state), el: host.querySelector('.attnbook-live-app') });\n",
     )
+    if "</script" in script.lower():
+        raise ValueError(f"the script of {name}.js must not contain '</script'")
     return (
         f'<div class="attnbook-live-host" id="{uid}">{STYLE}\n'
         f'<img class="attnbook-live-fallback" src="data:image/png;base64,'
@@ -66,7 +66,7 @@ def static_fragment(name: str, state: dict, png: bytes, alt: str) -> str:
         'style="max-width:100%;height:auto">\n'
         '<div class="attnbook-live-app"></div>\n'
         f'<script type="application/json" class="attnbook-live-state">{state_json}</script>\n'
-        f'<script type="module" async>{script}</script>\n</div>'
+        f"<script>{script}</script>\n</div>"
     )
 
 

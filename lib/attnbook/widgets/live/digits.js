@@ -179,11 +179,10 @@ export function occlusion(net, pixels, fill, target, base = null) {
   return out;
 }
 
-// Everything the page shows for one image: the logits and probabilities, the
+// What the page draws first for one image: the logits and probabilities, the
 // predicted class, raw attention ([CLS] row of the last block, heads averaged,
-// renormalised over the patches), rollout (row 0 over the patches), and
-// occlusion of the predicted class with `fill`.
-export function explain(net, pixels, fill) {
+// renormalised over the patches) and rollout (row 0 over the patches).
+export function explainView(net, pixels) {
   const { logits, attention } = forward(net, pixels);
   const probs = softmax(logits);
   const predicted = argmax(probs);
@@ -191,7 +190,14 @@ export function explain(net, pixels, fill) {
   const last = attention[attention.length - 1];
   const raw = clsAttention(last.map((w) => w.subarray(0, n)), n);
   const rollout = attentionRollout(attention, n).slice(1, n);
-  return { logits, probs, predicted, attention, raw, rollout, occlusion: occlusion(net, pixels, fill, predicted, probs[predicted]) };
+  return { logits, probs, predicted, attention, raw, rollout };
+}
+
+// Everything the page shows for one image: explainView, and occlusion of the
+// predicted class with `fill` (the page computes it just after the rest is drawn).
+export function explain(net, pixels, fill) {
+  const view = explainView(net, pixels);
+  return { ...view, occlusion: occlusion(net, pixels, fill, view.predicted, view.probs[view.predicted]) };
 }
 
 // ---------------------------------------------------------------- the view
@@ -406,32 +412,68 @@ export async function render({ model, el }) {
     for (let i = 0; i < Math.min(values.length, pixels.length); i++) pixels[i] = Math.max(0, Math.min(1, Number(values[i]) || 0));
   }
 
+  // Occlusion (up to 16 more forward passes) is computed once the rest of the
+  // picture is on screen: after the next frame is painted. A stroke faster
+  // than that computes it once, for the pixels its last cell left.
+  let frame = null;
+  let pending = null;
+  let updateStarted = 0;
+
   function update() {
     if (!net) return;
-    const started = performance.now();
-    result = explain(net, pixels, fillImage());
-    result.ms = performance.now() - started;
-    draw();
+    updateStarted = performance.now();
+    result = explainView(net, pixels);
+    result.ms = performance.now() - updateStarted;
+    draw(updateStarted);
+    if (frame === null && pending === null) {
+      frame = requestAnimationFrame(() => {
+        frame = null;
+        pending = setTimeout(occlude, 0);
+      });
+    }
   }
 
-  function draw() {
-    const started = performance.now();
-    const { probs, predicted, raw: rawScores, rollout, occlusion: occScores } = result;
+  // The probabilities, the grid, raw attention and rollout.
+  function draw(started) {
+    const { probs, predicted, raw: rawScores, rollout } = result;
     const blank = pixels.every((v) => v === 0);
-    const fillName = FILLS.find(([v]) => v === fillSelect.value)[1];
     showNote(blank ? "The grid is blank: there is no digit to explain. The model still has to name a class, so the numbers below describe an empty page. Draw a digit, or start from a test image." : "");
     drawGrid(canvas, pixels, focus, focused, arch.patch_size);
     drawMap(rawCanvas, pixels, rawScores, Math.max(...rawScores), false);
     drawMap(rollCanvas, pixels, rollout, Math.max(...rollout), false);
-    const occTop = Math.max(...occScores.map(Math.abs));
-    drawMap(occCanvas, pixels, occScores, occTop, true);
-    occ.caption.textContent = `occlusion of class ${predicted}, fill: ${fillName}`;
     for (let d = 0; d < barCells.length; d++) {
       const [bar, value] = barCells[d];
       bar.style.width = `${Math.round(100 * probs[d])}px`;
       bar.style.background = d === predicted ? "#e6550d" : "#2171b5";
       value.textContent = probs[d].toFixed(2);
     }
+    const ds = result$.dataset;
+    ds.pixels = JSON.stringify(Array.from(pixels));
+    ds.logits = JSON.stringify(Array.from(result.logits));
+    ds.probs = JSON.stringify(Array.from(probs));
+    ds.predicted = String(predicted);
+    ds.raw = JSON.stringify(Array.from(rawScores));
+    ds.rollout = JSON.stringify(Array.from(rollout));
+    ds.fill = fillSelect.value;
+    ds.blank = String(blank);
+    ds.computeMs = String(result.ms);
+    ds.drawMs = String(performance.now() - started);
+    ds.updates = String(Number(ds.updates || 0) + 1);
+    if (!ds.firstAt) ds.firstAt = String(performance.now());
+  }
+
+  // The occlusion map and the sentence, for the result drawn last.
+  function occlude() {
+    pending = null;
+    if (!net || !result) return;
+    const started = performance.now();
+    const { probs, predicted, raw: rawScores, rollout } = result;
+    const occScores = occlusion(net, pixels, fillImage(), predicted, probs[predicted]);
+    const computeMs = performance.now() - started;
+    const fillName = FILLS.find(([v]) => v === fillSelect.value)[1];
+    const occTop = Math.max(...occScores.map(Math.abs));
+    drawMap(occCanvas, pixels, occScores, occTop, true);
+    occ.caption.textContent = `occlusion of class ${predicted}, fill: ${fillName}`;
     const j = argmax(occScores.map(Math.abs));
     const r = argmax(rawScores);
     const k = argmax(rollout);
@@ -442,19 +484,11 @@ export async function render({ model, el }) {
         : `Hiding patch ${j} (fill: ${fillName}) changes the probability of ${predicted} most: it ${occScores[j] >= 0 ? "drops" : "rises"} by ${round(Math.abs(occScores[j]))}.`);
     if (status.textContent !== text) status.textContent = text;
     const ds = result$.dataset;
-    ds.pixels = JSON.stringify(Array.from(pixels));
-    ds.logits = JSON.stringify(Array.from(result.logits));
-    ds.probs = JSON.stringify(Array.from(probs));
-    ds.predicted = String(predicted);
-    ds.raw = JSON.stringify(Array.from(rawScores));
-    ds.rollout = JSON.stringify(Array.from(rollout));
     ds.occlusion = JSON.stringify(Array.from(occScores));
-    ds.fill = fillSelect.value;
-    ds.blank = String(blank);
-    ds.computeMs = String(result.ms);
-    ds.drawMs = String(performance.now() - started);
-    ds.updates = String(Number(ds.updates || 0) + 1);
-    if (!ds.firstAt) ds.firstAt = String(performance.now());
+    ds.occlusionComputeMs = String(computeMs);
+    // from the input to the occlusion map drawn, the frame painted between included
+    ds.occlusionMs = String(performance.now() - updateStarted);
+    ds.occluded = ds.updates;
   }
 
   function save() {
@@ -579,6 +613,8 @@ export async function render({ model, el }) {
     model.off("change:pixels", onPixels);
     model.off("change:fill", onFill);
     model.off("change:weights", onWeights);
+    if (frame !== null) cancelAnimationFrame(frame);
+    if (pending !== null) clearTimeout(pending);
     app.remove();
   };
 }
