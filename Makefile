@@ -120,9 +120,11 @@ BUILD_BOOK := ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/jupyter-b
 # Jupyter Book's execution cache keys a notebook on its code cells only, so
 # a change to the library would otherwise leave stale outputs (explorer
 # pictures, numbers) on the site; any change under lib/attnbook empties it.
+# Sphinx, too, rebuilds only the pages whose source changed, so its saved
+# environment (.doctrees) goes with it: every page is read again.
 LIB_STAMP := _build/.attnbook-sources
 $(LIB_STAMP): $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* $(LIVE_FILES))
-	rm -rf _build/.jupyter_cache
+	rm -rf _build/.jupyter_cache _build/.doctrees
 	mkdir -p _build
 	touch $@
 
