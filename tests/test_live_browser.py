@@ -132,3 +132,34 @@ def test_fragment_fits_desktop_and_phone(browser, fragment_page, width):
             assert abs(t0 - t1) < 40 and l1 > l0 + 200
         # The field is usable: typing still works.
         assert type_into(page, "1 2 3 1 2")["tokens"] == [1, 2, 3, 1, 2]
+
+
+def test_two_fragments_of_the_same_state_each_run_in_their_own_place(browser, tmp_path):
+    """A page showing the same explorer twice (the same state, so the same host
+    id): each script starts the explorer in its own host, and each answers."""
+    fragment = live.induction_live(text=TYPED).to_html()
+    (tmp_path / "index.html").write_text(
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>twice</title></head>"
+        f"<body>{fragment}<p>between</p>{fragment}</body></html>",
+        encoding="utf-8",
+    )
+    explorer = harness.Explorer(
+        host=".attnbook-live", page="", widget=None, drive=None, show_note=None, fits=""
+    )
+    with harness.offline_page(browser, tmp_path, "index.html", explorer) as offline:
+        page = offline.page
+        hosts = page.locator(".attnbook-live-host")
+        assert hosts.count() == 2
+        for k in range(2):
+            host = hosts.nth(k)
+            assert "attnbook-live-running" in host.get_attribute("class")
+            assert host.locator(".attnbook-live").count() == 1, f"host {k} holds no explorer"
+        harness.retype(page, ".attnbook-live-host >> nth=1 >> input[type=text]", "5 6 5")
+        shown = page.locator(".attnbook-live-result").evaluate_all(
+            "(all) => all.map((r) => JSON.parse(r.dataset.tokens))"
+        )
+        assert shown == [_tokens(TYPED), _tokens("5 6 5")]
+
+
+def _tokens(text: str) -> list[int]:
+    return [int(t) for t in text.split()]

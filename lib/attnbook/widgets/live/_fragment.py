@@ -52,7 +52,8 @@ def static_fragment(name: str, state: dict, png: bytes, alt: str) -> str:
     uid = "attnbook-live-" + hashlib.sha1(f"{name}\n{state_json}".encode()).hexdigest()[:10]
     script = script_source(
         name,
-        f"const host = document.getElementById({json.dumps(uid)});\n"
+        # the script's own host: two fragments of the same state share an id
+        "const host = document.currentScript.parentElement;\n"
         "const state = JSON.parse(host.querySelector('.attnbook-live-state').textContent);\n"
         "host.classList.add('attnbook-live-running');\n"
         "render({ model: localModel(state), el: host.querySelector('.attnbook-live-app') });\n",
