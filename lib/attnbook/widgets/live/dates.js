@@ -4,7 +4,7 @@
 // answers side by side and the cross-attention heatmap (output character x
 // source character), and says whether the input is written in one of the four
 // formats the models were trained on. An anywidget module: `export default { render }`.
-import { additiveAttention, argmax, asBytes, bidirectionalGru, bridgeState, embedding, greedyDecode, gruCell, linear, unpack } from "./runtime.js";
+import { additiveAttention, argmax, asBytes, bidirectionalGru, blue, bridgeState, element, embedding, greedyDecode, gruCell, linear, round, unpack } from "./runtime.js";
 
 // ---------------------------------------------------------------- the model
 
@@ -191,26 +191,7 @@ const CELL = 16; // pixels per heatmap cell
 const LEFT = 22; // room for the output characters
 const TOP = 20; // room for the source characters
 
-function element(tag, props = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "style") el.style.cssText = value;
-    else if (key in el && !key.includes("-")) el[key] = value;
-    else el.setAttribute(key, value);
-  }
-  for (const child of children) el.append(child);
-  return el;
-}
-
 let counter = 0;
-
-// Blue shades for weights in [0, 1], the colours of the chapter's figures.
-function blue(w) {
-  const r = Math.round(247 - 239 * w);
-  const g = Math.round(251 - 170 * w);
-  const b = Math.round(255 - 100 * w);
-  return `rgb(${r},${g},${b})`;
-}
 
 function drawHeatmap(canvas, weights, source, answer) {
   const n = source.length;
@@ -241,10 +222,6 @@ function drawHeatmap(canvas, weights, source, answer) {
       ctx.fillRect(LEFT + j * CELL, TOP + t * CELL, CELL, CELL);
     }
   }
-}
-
-function round(x, digits = 2) {
-  return Number(x.toFixed(digits));
 }
 
 // The characters of each output step (the start symbol shown as "∅").

@@ -5,7 +5,7 @@
 // rollout, and occlusion (16 more forward passes, one per hidden patch) with
 // the fill the reader picks: zero (blank paper, the chapter's explorer) or the
 // mean training image. An anywidget module: `export default { render }`.
-import { add, argmax, asBytes, attendHeads, attentionRollout, biasedSelfAttention, clsAttention, layerNorm, linear, patchify, relu, softmax, unpack } from "./runtime.js";
+import { add, argmax, asBytes, attendHeads, attentionRollout, biasedSelfAttention, clsAttention, element, layerNorm, linear, patchify, relu, round, softmax, unpack } from "./runtime.js";
 
 // ---------------------------------------------------------------- the model
 
@@ -208,23 +208,7 @@ const MAP_CELL = 15; // screen pixels per pixel in the small maps (120 px)
 const PENS = [["1", "ink"], ["0.5", "half ink"], ["0", "eraser"]];
 const FILLS = [["zero", "zero (blank paper)"], ["mean image", "the mean training image"]];
 
-function element(tag, props = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "style") el.style.cssText = value;
-    else if (key in el && !key.includes("-")) el[key] = value;
-    else el.setAttribute(key, value);
-  }
-  for (const child of children) el.append(child);
-  return el;
-}
-
 let counter = 0;
-
-function round(x, digits = 2) {
-  const r = Number(x.toFixed(digits));
-  return Object.is(r, -0) ? 0 : r;
-}
 
 // Colours: grey ink; blue for a weight in [0, 1]; red (a drop) and blue (a rise) for occlusion.
 const ink = (v) => `rgb(${Math.round(255 - 230 * v)},${Math.round(255 - 230 * v)},${Math.round(255 - 230 * v)})`;

@@ -3,7 +3,7 @@
 // model (attnbook.induction.AttentionOnlyTransformer) on it and shows the
 // previous-token head's and the induction head's attention, and the model's
 // prediction at each position. An anywidget module: `export default { render }`.
-import { add, argmax, asBytes, causal, embedding, linear, selfAttention, softmax, unpack } from "./runtime.js";
+import { add, argmax, asBytes, blue, causal, element, embedding, linear, round, selfAttention, softmax, unpack } from "./runtime.js";
 
 // ---------------------------------------------------------------- the model
 
@@ -102,17 +102,6 @@ export function repeatSequence(seed, length, vocab, segment = 8, maxGap = 6) {
 const CELL = 7; // pixels per attention cell (40 positions: 280 px)
 const BLOCK = 20; // positions per block of the table of predictions
 
-function element(tag, props = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "style") el.style.cssText = value;
-    else if (key in el && !key.includes("-")) el[key] = value;
-    else el.setAttribute(key, value);
-  }
-  for (const child of children) el.append(child);
-  return el;
-}
-
 let counter = 0;
 
 function heatmap(title) {
@@ -120,14 +109,6 @@ function heatmap(title) {
   const caption = element("figcaption", { style: "font-size:0.9em" }, title);
   const figure = element("figure", { style: "margin:0;display:flex;flex-direction:column;gap:0.3em" }, caption, canvas);
   return { figure, canvas, caption, title };
-}
-
-// Blue shades for weights in [0, 1], the colours of the chapter's figures.
-function blue(w) {
-  const r = Math.round(247 - 239 * w);
-  const g = Math.round(251 - 170 * w);
-  const b = Math.round(255 - 100 * w);
-  return `rgb(${r},${g},${b})`;
 }
 
 function drawHeatmap(map, weights, n, query, arrows) {
@@ -166,10 +147,6 @@ function inductionTargets(tokens) {
     for (let j = 0; j < i - 1; j++) if (tokens[j] === tokens[i]) cells.push([i, j + 1]);
   }
   return cells;
-}
-
-function round(x, digits = 2) {
-  return Number(x.toFixed(digits));
 }
 
 export function render({ model, el }) {

@@ -4,7 +4,7 @@
 // as attnbook.sampling applies them), the attention of a chosen block and head
 // over the prompt, and a continuation, greedy or sampled from a shown seed.
 // An anywidget module: `export default { render }`.
-import { argmax, asBytes, embedding, gelu, layerNorm, linear, maskedSoftmax, seededRandom, unpack } from "./runtime.js";
+import { argmax, asBytes, blue, element, embedding, gelu, layerNorm, linear, maskedSoftmax, seededRandom, unpack } from "./runtime.js";
 
 // ---------------------------------------------------------------- the model
 
@@ -234,29 +234,11 @@ export function continueFrom(net, cache, last, steps, { greedy = true, temperatu
 const SHOWN = 10; // rows of the next-character table
 const CONTINUE = 40; // characters of continuation
 
-function element(tag, props = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "style") el.style.cssText = value;
-    else if (key in el && !key.includes("-")) el[key] = value;
-    else el.setAttribute(key, value);
-  }
-  for (const child of children) el.append(child);
-  return el;
-}
-
 // How a character is written in the page: visible names for blanks.
 export function showChar(c) {
   if (c === " ") return "␣";
   if (c === "\n") return "⏎";
   return c;
-}
-
-function blue(w) {
-  const r = Math.round(247 - 239 * w);
-  const g = Math.round(251 - 170 * w);
-  const b = Math.round(255 - 100 * w);
-  return `rgb(${r},${g},${b})`;
 }
 
 let counter = 0;

@@ -1,5 +1,6 @@
 // The shared runtime of the book's live explorers: the few operations their
-// models need, in plain JavaScript (no bundler, no dependency, no network).
+// models need, in plain JavaScript (no bundler, no dependency, no network),
+// and, at the end, the three small helpers their views share.
 // Every array is a flat Float64Array in row-major order; a matrix of n rows
 // and m columns is (data, n, m). PyTorch's float32 results are matched to
 // about 1e-6 (tests/live/*.test.mjs checks the fixtures exported from PyTorch).
@@ -575,4 +576,33 @@ export function clsAttention(heads, n) {
   for (let j = 0; j < n - 1; j++) sum += out[j];
   for (let j = 0; j < n - 1; j++) out[j] /= sum;
   return out;
+}
+
+// ---- for the explorers' views (the page's DOM; the models above never touch it) ----
+
+// A new element: props set as properties where the element has one (className,
+// hidden, htmlFor...), as attributes otherwise (aria-*, role...), style as CSS text.
+export function element(tag, props = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === "style") el.style.cssText = value;
+    else if (key in el && !key.includes("-")) el[key] = value;
+    else el.setAttribute(key, value);
+  }
+  for (const child of children) el.append(child);
+  return el;
+}
+
+// Blue shades for weights in [0, 1], the colours of the chapters' figures.
+export function blue(w) {
+  const r = Math.round(247 - 239 * w);
+  const g = Math.round(251 - 170 * w);
+  const b = Math.round(255 - 100 * w);
+  return `rgb(${r},${g},${b})`;
+}
+
+// x to `digits` decimals, as a number for the page's sentences (never -0).
+export function round(x, digits = 2) {
+  const r = Number(x.toFixed(digits));
+  return Object.is(r, -0) ? 0 : r;
 }
