@@ -138,6 +138,23 @@ def test_script_source_refuses_module_syntax_it_cannot_remove(monkeypatch):
         _source.script_source("digits", "")
 
 
+def test_load_float16_refuses_names_and_shapes_that_differ_from_the_model():
+    """The loader every explorer's unpacker shares: the same names in the same
+    order and the same shapes, or a ValueError naming what differs."""
+    a, b = torch.zeros(2, 3), torch.zeros(4)
+    packed, tensors = _pack.pack_float16([("a", torch.ones(2, 3)), ("b", torch.arange(4.0))])
+    _pack.load_float16(packed, tensors, [("a", a), ("b", b)])
+    assert a.eq(1).all() and b.tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="arch tensors do not match the model's parameters"):
+        _pack.load_float16(packed, tensors, [("b", b), ("a", a)])
+    with pytest.raises(
+        ValueError, match=r"arch tensor a \[2, 3\] does not match the model's \[3, 2\]"
+    ):
+        _pack.load_float16(packed, tensors, [("a", torch.zeros(3, 2)), ("b", b)])
+    with pytest.raises(TypeError, match="weights must be bytes, got str"):
+        _pack.load_float16("abc", tensors, [("a", a), ("b", b)])
+
+
 def test_widget_carries_weights_arch_heads_and_text():
     widget = live.induction_live(text="1 2 3 1 2")
     assert isinstance(widget, ipywidgets.DOMWidget)

@@ -29,6 +29,50 @@ def _tensors(model: AttentionOnlyTransformer) -> list[tuple[str, torch.Tensor]]:
     return named
 
 
+def pack_float16(named: list[tuple[str, torch.Tensor]]) -> tuple[bytes, list]:
+    """Named weights as little-endian float16 bytes, one after another, and the
+    ``[name, shape]`` list an arch carries to read them back. Refuses a NaN, an
+    infinity or a value beyond float16's range (65504), naming the weight.
+    Every explorer's packer uses it."""
+    parts, tensors = [], []
+    for name, weight in named:
+        array = weight.detach().to("cpu", torch.float32).numpy()
+        if not np.isfinite(array).all():
+            raise ValueError(f"model weight {name} holds a NaN or an infinity")
+        if np.abs(array).max() > 65504:
+            raise ValueError(f"model weight {name} exceeds the float16 range (65504)")
+        parts.append(array.astype("<f2").tobytes())
+        tensors.append([name, list(array.shape)])
+    return b"".join(parts), tensors
+
+
+def load_float16(weights: bytes, tensors: list, named: list[tuple[str, torch.Tensor]]) -> None:
+    """Copy ``weights`` (from :func:`pack_float16`, described by ``tensors``) into
+    the model's tensors ``named``, which must have the same names, in the same
+    order, and the same shapes."""
+    if not isinstance(weights, (bytes, bytearray)):
+        raise TypeError(f"weights must be bytes, got {type(weights).__name__}")
+    values = np.frombuffer(weights, dtype="<f2")
+    expected = sum(int(np.prod(shape)) for _, shape in tensors)
+    if values.size != expected:
+        raise ValueError(
+            f"weights must hold {expected} float16 values for this arch, got {values.size}"
+        )
+    if [name for name, _ in tensors] != [name for name, _ in named]:
+        raise ValueError("arch tensors do not match the model's parameters")
+    offset = 0
+    with torch.no_grad():
+        for (name, shape), (_, weight) in zip(tensors, named, strict=True):
+            if list(weight.shape) != list(shape):
+                raise ValueError(
+                    f"arch tensor {name} {shape} does not match the model's {list(weight.shape)}"
+                )
+            size = int(np.prod(shape))
+            chunk = values[offset : offset + size].astype(np.float32).reshape(shape)
+            weight.copy_(torch.from_numpy(chunk))
+            offset += size
+
+
 def pack_attention_only(model: AttentionOnlyTransformer) -> tuple[bytes, dict]:
     """``(weights, arch)``: every weight as little-endian float16, and how to read them.
 
@@ -40,15 +84,7 @@ def pack_attention_only(model: AttentionOnlyTransformer) -> tuple[bytes, dict]:
         raise TypeError(
             f"model must be an attnbook.induction.AttentionOnlyTransformer, got {type(model).__name__}"
         )
-    parts, tensors = [], []
-    for name, weight in _tensors(model):
-        array = weight.detach().to("cpu", torch.float32).numpy()
-        if not np.isfinite(array).all():
-            raise ValueError(f"model weight {name} holds a NaN or an infinity")
-        if np.abs(array).max() > 65504:
-            raise ValueError(f"model weight {name} exceeds the float16 range (65504)")
-        parts.append(array.astype("<f2").tobytes())
-        tensors.append([name, list(array.shape)])
+    packed, tensors = pack_float16(_tensors(model))
     arch = {
         "format": FORMAT,
         "model": "attention-only",
@@ -59,13 +95,11 @@ def pack_attention_only(model: AttentionOnlyTransformer) -> tuple[bytes, dict]:
         "max_len": model.max_len,
         "tensors": tensors,
     }
-    return b"".join(parts), arch
+    return packed, arch
 
 
 def unpack_attention_only(weights: bytes, arch: dict) -> AttentionOnlyTransformer:
     """The model that ``pack_attention_only`` packed, in float32 (float16-rounded weights)."""
-    if not isinstance(weights, (bytes, bytearray)):
-        raise TypeError(f"weights must be bytes, got {type(weights).__name__}")
     if not isinstance(arch, dict) or arch.get("format") != FORMAT:
         raise ValueError(f"arch must be a dict with format={FORMAT}, got {arch!r:.80}")
     model = AttentionOnlyTransformer(
@@ -75,21 +109,7 @@ def unpack_attention_only(weights: bytes, arch: dict) -> AttentionOnlyTransforme
         num_layers=arch["num_layers"],
         max_len=arch["max_len"],
     )
-    values = np.frombuffer(weights, dtype="<f2")
-    expected = sum(int(np.prod(shape)) for _, shape in arch["tensors"])
-    if values.size != expected:
-        raise ValueError(
-            f"weights must hold {expected} float16 values for this arch, got {values.size}"
-        )
-    offset = 0
-    with torch.no_grad():
-        for (name, shape), (own, weight) in zip(arch["tensors"], _tensors(model)):
-            if name != own or list(weight.shape) != list(shape):
-                raise ValueError(f"arch tensor {name} {shape} does not match the model's {own}")
-            size = int(np.prod(shape))
-            chunk = values[offset : offset + size].astype(np.float32).reshape(shape)
-            weight.copy_(torch.from_numpy(chunk))
-            offset += size
+    load_float16(weights, arch["tensors"], _tensors(model))
     return model
 
 

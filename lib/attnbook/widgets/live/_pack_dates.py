@@ -18,7 +18,6 @@ import functools
 import re
 import unicodedata
 
-import numpy as np
 import torch
 
 from ...dates import (
@@ -33,6 +32,7 @@ from ...dates import (
     format_date,
 )
 from ...seq2seq import GRUSeq2Seq
+from ._pack import load_float16, pack_float16
 
 # Version of the byte layout; the JavaScript side refuses any other.
 FORMAT = 1
@@ -90,15 +90,7 @@ def pack_gru_seq2seq(model: GRUSeq2Seq) -> tuple[bytes, dict]:
             f"{len(TARGET_VOCAB)} target symbols), got {sizes['source_vocab']} and "
             f"{sizes['target_vocab']}"
         )
-    parts, tensors = [], []
-    for name, weight in model.named_parameters():
-        array = weight.detach().to("cpu", torch.float32).numpy()
-        if not np.isfinite(array).all():
-            raise ValueError(f"model weight {name} holds a NaN or an infinity")
-        if np.abs(array).max() > 65504:
-            raise ValueError(f"model weight {name} exceeds the float16 range (65504)")
-        parts.append(array.astype("<f2").tobytes())
-        tensors.append([name, list(array.shape)])
+    packed, tensors = pack_float16(list(model.named_parameters()))
     arch = {
         "format": FORMAT,
         "model": "gru-seq2seq",
@@ -111,13 +103,11 @@ def pack_gru_seq2seq(model: GRUSeq2Seq) -> tuple[bytes, dict]:
         "target_symbols": TARGET_VOCAB.symbols,
         "tensors": tensors,
     }
-    return b"".join(parts), arch
+    return packed, arch
 
 
 def unpack_gru_seq2seq(weights: bytes, arch: dict) -> GRUSeq2Seq:
     """The model that :func:`pack_gru_seq2seq` packed, in float32 (float16-rounded weights)."""
-    if not isinstance(weights, (bytes, bytearray)):
-        raise TypeError(f"weights must be bytes, got {type(weights).__name__}")
     if not isinstance(arch, dict) or arch.get("format") != FORMAT:
         raise ValueError(f"arch must be a dict with format={FORMAT}, got {arch!r:.80}")
     model = GRUSeq2Seq(
@@ -130,24 +120,7 @@ def unpack_gru_seq2seq(weights: bytes, arch: dict) -> GRUSeq2Seq:
         attn_hiddens=arch["attn_hiddens"] or 32,
         bridge=arch["bridge"],
     )
-    values = np.frombuffer(weights, dtype="<f2")
-    expected = sum(int(np.prod(shape)) for _, shape in arch["tensors"])
-    if values.size != expected:
-        raise ValueError(
-            f"weights must hold {expected} float16 values for this arch, got {values.size}"
-        )
-    offset = 0
-    with torch.no_grad():
-        own = list(model.named_parameters())
-        if [n for n, _ in own] != [n for n, _ in arch["tensors"]]:
-            raise ValueError("arch tensors do not match the model's parameters")
-        for (name, shape), (_, weight) in zip(arch["tensors"], own):
-            if list(weight.shape) != list(shape):
-                raise ValueError(f"arch tensor {name} {shape} does not match the model's")
-            size = int(np.prod(shape))
-            chunk = values[offset : offset + size].astype(np.float32).reshape(shape)
-            weight.copy_(torch.from_numpy(chunk))
-            offset += size
+    load_float16(weights, arch["tensors"], list(model.named_parameters()))
     return model.eval()
 
 

@@ -13,10 +13,10 @@ of each digit to start from.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from ...vit import TinyViT
+from ._pack import load_float16, pack_float16
 
 # Version of the byte layout below; the JavaScript side refuses any other.
 FORMAT = 1
@@ -73,15 +73,7 @@ def pack_vit(model: TinyViT) -> tuple[bytes, dict]:
     PyTorch's (out, in) layout.
     """
     _check_model(model)
-    parts, tensors = [], []
-    for name, weight in _tensors(model):
-        array = weight.detach().to("cpu", torch.float32).numpy()
-        if not np.isfinite(array).all():
-            raise ValueError(f"model weight {name} holds a NaN or an infinity")
-        if np.abs(array).max() > 65504:
-            raise ValueError(f"model weight {name} exceeds the float16 range (65504)")
-        parts.append(array.astype("<f2").tobytes())
-        tensors.append([name, list(array.shape)])
+    packed, tensors = pack_float16(_tensors(model))
     block = model.blocks[0]
     arch = {
         "format": FORMAT,
@@ -94,13 +86,11 @@ def pack_vit(model: TinyViT) -> tuple[bytes, dict]:
         "num_layers": len(model.blocks),
         "tensors": tensors,
     }
-    return b"".join(parts), arch
+    return packed, arch
 
 
 def unpack_vit(weights: bytes, arch: dict) -> TinyViT:
     """The model that :func:`pack_vit` packed, in float32 (float16-rounded weights), in eval mode."""
-    if not isinstance(weights, (bytes, bytearray)):
-        raise TypeError(f"weights must be bytes, got {type(weights).__name__}")
     if (
         not isinstance(arch, dict)
         or arch.get("format") != FORMAT
@@ -114,21 +104,7 @@ def unpack_vit(weights: bytes, arch: dict) -> TinyViT:
         num_heads=arch["num_heads"],
         ffn_hiddens=arch["ffn_hiddens"],
     )
-    values = np.frombuffer(weights, dtype="<f2")
-    expected = sum(int(np.prod(shape)) for _, shape in arch["tensors"])
-    if values.size != expected:
-        raise ValueError(
-            f"weights must hold {expected} float16 values for this arch, got {values.size}"
-        )
-    offset = 0
-    with torch.no_grad():
-        for (name, shape), (own, weight) in zip(arch["tensors"], _tensors(model), strict=True):
-            if name != own or list(weight.shape) != list(shape):
-                raise ValueError(f"arch tensor {name} {shape} does not match the model's {own}")
-            size = int(np.prod(shape))
-            chunk = values[offset : offset + size].astype(np.float32).reshape(shape)
-            weight.copy_(torch.from_numpy(chunk))
-            offset += size
+    load_float16(weights, arch["tensors"], _tensors(model))
     return model.eval()
 
 
