@@ -432,6 +432,14 @@ def test_release_then_reopen_on_a_copy(copy):
     # A second release of the same version is refused.
     done = tool(copy, "prepare", "2026.12.0")
     assert done.returncode == 1 and "already released" in done.stderr
+    (copy / "CHANGELOG.md").write_text(
+        (copy / "CHANGELOG.md")
+        .read_text()
+        .replace("## [2026.12.0]", "## [Unreleased]\n\n## [2026.12.0]")
+    )
+    with pytest.raises(ValueError, match="'2026.11.3' is older than the last release, 2026.12.0"):
+        release.release_changelog(copy, "2026.11.3", "2026-12-02")
+    git(copy, "checkout", "CHANGELOG.md")
 
     done = tool(copy, "reopen")
     assert done.returncode == 0, done.stderr

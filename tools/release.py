@@ -138,8 +138,13 @@ def changelog_versions(root: Path = ROOT) -> list[str]:
 
 def release_changelog(root: Path, version: str, date: str) -> None:
     """The Unreleased heading becomes the release's; a version already there is refused."""
-    if version in changelog_versions(root):
+    released = changelog_versions(root)
+    if version in released:
         raise ValueError(f"version {version!r} is already released in CHANGELOG.md")
+    if released and parse_version(version) < parse_version(released[0]):
+        raise ValueError(
+            f"version {version!r} is older than the last release, {released[0]} (CHANGELOG.md)"
+        )
     path = root / "CHANGELOG.md"
     if path.read_text().count(UNRELEASED + "\n") != 1:
         raise ValueError(f"CHANGELOG.md must have one {UNRELEASED!r} heading")
