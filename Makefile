@@ -26,7 +26,7 @@ PORT ?= 8000
 
 .PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
         test-notebooks test-sources test-slow test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
-        readers-edition \
+        readers-edition dist release reopen \
         lm-checkpoint seq2seq-runs positions-sweep vit-sweep live-weights test-live-js
 
 help:
@@ -47,6 +47,9 @@ help:
 	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
 	@echo "make lock       regenerate requirements.txt (the lock) after editing requirements.in"
+	@echo "make dist       build attnbook's wheel and sdist into dist/"
+	@echo "make release VERSION=2026.12.0  the release commit (CHANGELOG.md, Versions); then tag it"
+	@echo "make reopen     after tagging a release: main back to the next .dev0 version"
 	@echo "make clean      remove _build"
 	@echo "make lm-checkpoint  retrain chapter 10's shipped model (lib/attnbook/lm_data/tiny_lm.pt)"
 	@echo "make seq2seq-runs   retrain chapter 13's seed sweeps (lib/attnbook/seq2seq_data/runs.json)"
@@ -195,7 +198,7 @@ BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupy
 # file waits for the build unless it is listed here.
 SOURCE_TESTS := tests/test_notebooks.py tests/test_readers_edition.py tests/test_lock.py \
   tests/test_nbtools.py tests/test_browser_lookup.py tests/test_nbval_executed.py \
-  tests/test_regression_bites.py
+  tests/test_regression_bites.py tests/test_release.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(BOOK_TESTS) \
@@ -317,9 +320,25 @@ live-weights: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m tools.live_export lm-weights lm-fixtures
 	OMP_NUM_THREADS=1 $(BIN)/python -m tools.live_export digits-weights digits-fixtures
 
+# Releases (tools/release.py; CHANGELOG.md, "Versions", says the scheme).
+# `make dist`: attnbook's wheel and sdist, built offline with the setuptools in
+# .venv from a clean copy of lib/ (tests/test_release.py installs the wheel in
+# a fresh environment). `make release VERSION=...`: the release commit, on a
+# clean tree; tag it yourself (git tag -a vVERSION), then `make reopen`.
+dist: $(STAMP)
+	$(BIN)/python -m tools.release dist dist
+
+VERSION ?=
+release: $(STAMP)
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=2026.12.0 (CHANGELOG.md, Versions)"; exit 2; }
+	$(BIN)/python -m tools.release prepare "$(VERSION)"
+
+reopen: $(STAMP)
+	$(BIN)/python -m tools.release reopen
+
 bench: $(STAMP) book
 	$(BIN)/python -m tools.bench
 	$(BIN)/python -m tools.bench_jupyter
 
 clean:
-	rm -rf _build
+	rm -rf _build dist

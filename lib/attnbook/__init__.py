@@ -7,7 +7,10 @@ used without matplotlib or ipywidgets being loaded.
 
 from importlib import import_module
 
-__version__ = "0.1.0"
+# The release this tree is, or on main the next one with ".dev0" (CHANGELOG.md,
+# "Versions"). Written here and in lib/pyproject.toml by tools/release.py;
+# tests/test_release.py checks that the two agree.
+__version__ = "2026.12.0.dev0"
 
 _SUBMODULES = (
     "checks",
