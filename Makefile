@@ -61,7 +61,7 @@ help:
 # .venv holds exactly what the lock lists (tests/test_lock.py checks it): it is
 # made afresh whenever the lock changes, so nothing the lock dropped stays
 # behind. pip itself is the locked one. On Linux, torch's +cpu wheel comes from
-# PyTorch's CPU index (README, "The lock"), which the workflows name in
+# PyTorch's CPU index (CONTRIBUTING.md, "Setting up"), which the workflows name in
 # PIP_EXTRA_INDEX_URL.
 $(STAMP): requirements.txt lib/pyproject.toml
 	rm -rf $(VENV)
@@ -198,7 +198,7 @@ BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupy
 # file waits for the build unless it is listed here.
 SOURCE_TESTS := tests/test_notebooks.py tests/test_readers_edition.py tests/test_lock.py \
   tests/test_nbtools.py tests/test_browser_lookup.py tests/test_nbval_executed.py \
-  tests/test_regression_bites.py tests/test_release.py
+  tests/test_regression_bites.py tests/test_release.py tests/test_readme.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(BOOK_TESTS) \

@@ -18,7 +18,7 @@ and what a reader would see is measured independently of the converter:
   of the Markdown cell right after its figure, with the website's number.
 
 ``python -m tests.test_readers_edition`` prints these counts for the sources
-and for the editions (the table in README.md, "Reading in Colab").
+and for the editions (the table in CONTRIBUTING.md, "The reader's edition").
 """
 
 from __future__ import annotations

@@ -288,12 +288,6 @@ def test_the_wheel_installs_and_imports_in_a_clean_environment(built, tmp_path):
 
 # The release commit, on a copy of the repository ------------------------------
 
-CITATION = """cff-version: 1.2.0
-title: "Attention, Interactively"
-version: "2026.12.0.dev0"
-date-released: "2026-11-01"
-"""
-
 
 def git(root: Path, *args: str) -> str:
     return subprocess.run(
@@ -304,7 +298,7 @@ def git(root: Path, *args: str) -> str:
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory):
     """The working tree as it is (tracked and new files, not ignored ones) in a
-    fresh repository of one commit, with a CITATION.cff if it has none."""
+    fresh repository of one commit."""
     root = tmp_path_factory.mktemp("repo") / "book"
     names = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
     for name in filter(None, names):
@@ -312,8 +306,6 @@ def copy(tmp_path_factory):
         if source.is_file():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, root / name)
-    if not (root / "CITATION.cff").exists():
-        (root / "CITATION.cff").write_text(CITATION)
     git(root, "init", "--quiet", "-b", "main")
     git(root, "add", "-A")
     env_commit(root, "copy")
@@ -378,6 +370,7 @@ def test_release_then_reopen_on_a_copy(copy):
         yaml.safe_load((copy / "_config.yml").read_text())["repository"]["branch"] == "v2026.12.0"
     )
     assert 'date-released: "2026-12-01"' in (copy / "CITATION.cff").read_text()
+    assert "Interactively*, version 2026.12.0." in (copy / "README.md").read_text()
     changelog = (copy / "CHANGELOG.md").read_text()
     assert "## [2026.12.0] - 2026-12-01" in changelog and release.UNRELEASED not in changelog
     assert install_refs(copy) == {"v2026.12.0"}
@@ -389,6 +382,7 @@ def test_release_then_reopen_on_a_copy(copy):
         "CHANGELOG.md",
         "_config.yml",
         "CITATION.cff",
+        "README.md",
     } <= changed
     assert all(
         name.startswith("book/") and name.endswith(".ipynb")
@@ -399,6 +393,7 @@ def test_release_then_reopen_on_a_copy(copy):
             "CHANGELOG.md",
             "_config.yml",
             "CITATION.cff",
+            "README.md",
         }
     )
     # The book's own checks agree on the copy: install cells, reader's edition, versions.

@@ -78,6 +78,36 @@ def test_every_image_has_alt_text():
     assert missing == []
 
 
+LICENCES = {
+    "https://opensource.org/license/mit": "MIT licence",
+    "https://creativecommons.org/licenses/by/4.0/": "CC BY 4.0",
+}
+
+
+def test_every_page_shows_the_licence_in_its_footer():
+    """The footer of every page says which licence covers what (_config.yml's
+    html.extra_footer; LICENSE at the repository's root has the full terms)."""
+    from bs4 import BeautifulSoup  # installed with Jupyter Book
+
+    wrong = []
+    for path in pages():
+        html = path.read_text(encoding="utf-8")
+        if 'http-equiv="refresh"' in html[:2000].lower():  # index.html forwards to the preface
+            continue
+        notes = BeautifulSoup(html, "html.parser").select("footer p.attnbook-licence")
+        if len(notes) != 1:
+            wrong.append(f"{path.name}: {len(notes)} licence notes in the footer")
+            continue
+        text = " ".join(notes[0].get_text().split())
+        hrefs = {a["href"]: " ".join(a.get_text().split()) for a in notes[0].find_all("a")}
+        for href, name in LICENCES.items():
+            if href not in hrefs or name not in hrefs[href]:
+                wrong.append(f"{path.name}: no link {name} -> {href}")
+        if "code" not in text or "prose" not in text:
+            wrong.append(f"{path.name}: the note does not say what each licence covers")
+    assert wrong == []
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_pages_have_a_colab_button(notebook):
     # It opens the reader's edition (book/colab/, tools/readers_edition.py), never

@@ -97,11 +97,17 @@ def versions(root: Path = ROOT) -> dict[str, str]:
 
 
 def set_version(root: Path, version: str, date: str | None = None) -> None:
-    """Write `version` into pyproject and __init__, and into CITATION.cff with `date`."""
+    """Write `version` into pyproject, __init__ and README's citation, and CITATION.cff with `date`."""
     _replace_one(root / "lib/pyproject.toml", r'^version = "[^"]*"$', f'version = "{version}"')
     _replace_one(
         root / "lib/attnbook/__init__.py", r'^__version__ = "[^"]*"$', f'__version__ = "{version}"'
     )
+    readme = root / "README.md"
+    if readme.exists():
+        # The "How to cite" line: "*Attention, Interactively*, version X."
+        _replace_one(
+            readme, r"^Interactively\*, version \S+\.$", f"Interactively*, version {version}."
+        )
     citation = root / "CITATION.cff"
     if citation.exists():
         _replace_one(citation, r"^version:.*$", f'version: "{version}"')
