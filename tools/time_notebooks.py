@@ -1,0 +1,84 @@
+"""Time each chapter notebook's run on this machine's CPU, for the instructor guide.
+
+    python -m tools.time_notebooks [book/a.ipynb ...]   # all chapters by default
+
+Each notebook runs top to bottom as a student's Jupyter runs it (live
+explorers, ATTNBOOK_STATIC unset, an empty working folder, a fresh kernel),
+one after another, and the wall-clock seconds from the kernel's start to the
+last cell are stored in book/_ext/notebook_times.json together with the
+machine they were measured on (CPU model, cores, torch version, the load
+average before the run). book/_ext/instructor_guide.py reads that file; the
+instructor guide prints the seconds rounded up to a whole minute. Outputs are
+discarded: nothing in book/ is rewritten except the JSON (only the notebooks
+named on the command line are replaced in it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMES = ROOT / "book" / "_ext" / "notebook_times.json"
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, or platform's guess elsewhere."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def run_seconds(path: Path) -> float:
+    """Wall-clock seconds to run the notebook at ``path`` in a fresh kernel."""
+    nb = nbformat.read(path, as_version=4)
+    with tempfile.TemporaryDirectory() as workdir:
+        client = NotebookClient(
+            nb,
+            timeout=900,
+            kernel_name="python3",
+            record_timing=False,
+            store_widget_state=False,
+            resources={"metadata": {"path": workdir}},
+        )
+        start = time.perf_counter()
+        client.execute()
+        return time.perf_counter() - start
+
+
+def main(argv: list[str]) -> int:
+    import torch
+
+    paths = [Path(name) for name in argv] or sorted((ROOT / "book").glob("*.ipynb"))
+    os.environ.pop("ATTNBOOK_STATIC", None)
+    record = json.loads(TIMES.read_text()) if TIMES.is_file() else {"seconds": {}}
+    record["machine"] = {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "load_average_before": round(os.getloadavg()[0], 2),
+        "measured": time.strftime("%Y-%m-%d", time.gmtime()),
+    }
+    for path in paths:
+        seconds = run_seconds(path)
+        record["seconds"][path.stem] = round(seconds, 1)
+        print(f"{path.stem}: {seconds:.1f} s", flush=True)
+    record["seconds"] = dict(sorted(record["seconds"].items()))
+    TIMES.write_text(json.dumps(record, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
