@@ -5,7 +5,8 @@
 Each notebook runs top to bottom as a student's Jupyter runs it (live
 explorers, ATTNBOOK_STATIC unset, an empty working folder, a fresh kernel),
 one after another, and the wall-clock seconds from the kernel's start to the
-last cell are stored in book/_ext/notebook_times.json together with the
+last cell are stored in book/_ext/notebook_times.json, with the kernel's
+CPU seconds (user + system, all its threads) over the same span, and the
 machine they were measured on (CPU model, cores, torch version, the load
 average before the run). book/_ext/instructor_guide.py reads that file; the
 instructor guide prints the seconds rounded up to a whole minute. Outputs are
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import psutil
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,8 +43,8 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def run_seconds(path: Path) -> float:
-    """Wall-clock seconds to run the notebook at ``path`` in a fresh kernel."""
+def run_seconds(path: Path) -> tuple[float, float]:
+    """Wall-clock and kernel CPU seconds to run the notebook at ``path`` in a fresh kernel."""
     nb = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory() as workdir:
         client = NotebookClient(
@@ -53,9 +55,16 @@ def run_seconds(path: Path) -> float:
             store_widget_state=False,
             resources={"metadata": {"path": workdir}},
         )
-        start = time.perf_counter()
-        client.execute()
-        return time.perf_counter() - start
+        client.reset_execution_trackers()
+        with client.setup_kernel():
+            kernel = psutil.Process(client.km.provisioner.process.pid)
+            start, cpu_start = time.perf_counter(), kernel.cpu_times()
+            client.wait_for_reply(client.kc.kernel_info())
+            for index, cell in enumerate(nb.cells):
+                client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+            wall, cpu = time.perf_counter() - start, kernel.cpu_times()
+    busy = (cpu.user - cpu_start.user) + (cpu.system - cpu_start.system)
+    return wall, busy
 
 
 def main(argv: list[str]) -> int:
@@ -63,7 +72,9 @@ def main(argv: list[str]) -> int:
 
     paths = [Path(name) for name in argv] or sorted((ROOT / "book").glob("*.ipynb"))
     os.environ.pop("ATTNBOOK_STATIC", None)
-    record = json.loads(TIMES.read_text()) if TIMES.is_file() else {"seconds": {}}
+    record = json.loads(TIMES.read_text()) if TIMES.is_file() else {}
+    record.setdefault("seconds", {})
+    record.setdefault("cpu_seconds", {})
     record["machine"] = {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
@@ -72,10 +83,12 @@ def main(argv: list[str]) -> int:
         "measured": time.strftime("%Y-%m-%d", time.gmtime()),
     }
     for path in paths:
-        seconds = run_seconds(path)
+        seconds, cpu_seconds = run_seconds(path)
         record["seconds"][path.stem] = round(seconds, 1)
-        print(f"{path.stem}: {seconds:.1f} s", flush=True)
-    record["seconds"] = dict(sorted(record["seconds"].items()))
+        record["cpu_seconds"][path.stem] = round(cpu_seconds, 1)
+        print(f"{path.stem}: {seconds:.1f} s wall, {cpu_seconds:.1f} s CPU", flush=True)
+    for key in ("seconds", "cpu_seconds"):
+        record[key] = dict(sorted(record[key].items()))
     TIMES.write_text(json.dumps(record, indent=2) + "\n")
     return 0
 
