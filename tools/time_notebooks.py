@@ -4,12 +4,12 @@
 
 Each notebook runs top to bottom as a student's Jupyter runs it (live
 explorers, ATTNBOOK_STATIC unset, an empty working folder, a fresh kernel),
-one after another, and the wall-clock seconds from the kernel's start to the
+one after another, and the wall-clock seconds from its first request to its
 last cell are stored in book/_ext/notebook_times.json, with the kernel's
 CPU seconds (user + system, all its threads) over the same span, and the
-machine they were measured on (CPU model, cores, torch version, the load
-average before the run). book/_ext/instructor_guide.py reads that file; the
-instructor guide prints the seconds rounded up to a whole minute. Outputs are
+machine they were measured on (CPU model, cores, torch version, the highest
+load average seen before a run). book/_ext/instructor_guide.py reads that file; the
+instructor guide prints the CPU seconds, rounded up. Outputs are
 discarded: nothing in book/ is rewritten except the JSON (only the notebooks
 named on the command line are replaced in it).
 """
@@ -72,10 +72,7 @@ def main(argv: list[str]) -> int:
 
     paths = [Path(name) for name in argv] or sorted((ROOT / "book").glob("*.ipynb"))
     os.environ.pop("ATTNBOOK_STATIC", None)
-    record = json.loads(TIMES.read_text()) if TIMES.is_file() else {}
-    record.setdefault("seconds", {})
-    record.setdefault("cpu_seconds", {})
-    record["machine"] = {
+    machine = {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "torch": torch.__version__,
@@ -84,12 +81,17 @@ def main(argv: list[str]) -> int:
     }
     for path in paths:
         seconds, cpu_seconds = run_seconds(path)
-        record["seconds"][path.stem] = round(seconds, 1)
-        record["cpu_seconds"][path.stem] = round(cpu_seconds, 1)
         print(f"{path.stem}: {seconds:.1f} s wall, {cpu_seconds:.1f} s CPU", flush=True)
-    for key in ("seconds", "cpu_seconds"):
-        record[key] = dict(sorted(record[key].items()))
-    TIMES.write_text(json.dumps(record, indent=2) + "\n")
+        # Read, update and write after each notebook, so that two runs on
+        # different notebooks (or an interrupted run) keep what they measured.
+        record = json.loads(TIMES.read_text()) if TIMES.is_file() else {}
+        for key, value in (("seconds", seconds), ("cpu_seconds", cpu_seconds)):
+            record.setdefault(key, {})[path.stem] = round(value, 1)
+            record[key] = dict(sorted(record[key].items()))
+        old = record.get("machine", {})
+        load = max(old.get("load_average_before", 0), machine["load_average_before"])
+        record["machine"] = {**machine, "load_average_before": load}
+        TIMES.write_text(json.dumps(record, indent=2) + "\n")
     return 0
 
 

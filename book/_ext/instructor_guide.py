@@ -13,6 +13,9 @@ MyST text computed from
 - ``notebook_times.json`` beside this file (``python -m tools.time_notebooks``):
   the CPU seconds each notebook took on a named machine.
 
+It also adds guide_static/instructor-guide.css, which lets a long name in a
+list on this page break on a phone's narrow column.
+
 Nothing in the page is copied by hand, so it cannot drift from the chapters or
 the checkers. Because the page's own file rarely changes, it is re-read on
 every build. tests/test_instructor_guide.py checks what it lists.
@@ -265,19 +268,19 @@ def chapter_tables(found: list[Chapter], times: dict, decks: set[str]) -> str:
         if chapter.part != part:
             part = chapter.part
             out.append(f"### {part}: {chapter.part_title}\n")
-        learn = "\n".join(f"    - {item}" for item in chapter.learn)
+        learn = "\n".join(f"- {item}" for item in chapter.learn)
         if chapter.exercises:
             exercises = "\n".join(
-                f"    - **{e.number}.** {_stars(e.stars)} {e.title}: "
+                f"- **{e.number}.** {_stars(e.stars)} {e.title}: "
                 + (
                     "checked by " + ", ".join(f"`{c}`" for c in e.checkers)
                     if e.checkers
-                    else "written or code, no checker"
+                    else "no checker"
                 )
                 for e in chapter.exercises
             )
         else:
-            exercises = "    none"
+            exercises = "none"
         explorers = (
             "; ".join(f'`{call}()` in "{section}"' for call, section in chapter.explorers)
             if chapter.explorers
@@ -292,14 +295,13 @@ def chapter_tables(found: list[Chapter], times: dict, decks: set[str]) -> str:
         )
         out.append(
             f"#### {{doc}}`{chapter.title} <{chapter.name}>`\n\n"
-            "```{list-table}\n:widths: 22 78\n:class: guide-chapter\n\n"
-            f"* - What the student learns\n  - \n{learn}\n"
-            f"* - Study time\n  - {study}\n"
-            f"* - Notebook run on a CPU\n  - {run}\n"
-            f"* - Explorer to demonstrate\n  - {explorers}\n"
-            f"* - Exercises\n  - \n{exercises}\n"
-            f"* - Slide deck\n  - {_deck(chapter.name, decks)}\n"
-            "```\n"
+            f"**What the student learns**\n\n{learn}\n\n"
+            "**Teaching it**\n\n"
+            f"- **Study time**: {study}\n"
+            f"- **Notebook run on a CPU**: {run}\n"
+            f"- **Explorer to demonstrate**: {explorers}\n"
+            f"- **Slide deck**: {_deck(chapter.name, decks)}\n\n"
+            f"**Exercises**\n\n{exercises}\n"
         )
     return "\n".join(out)
 
@@ -469,7 +471,13 @@ def _always_reread(app, env, added, changed, removed):
     return [DOCNAME] if DOCNAME in env.found_docs else []
 
 
+def _static(app, config):
+    config.html_static_path = [*config.html_static_path, str(HERE / "guide_static")]
+
+
 def setup(app):
+    app.connect("config-inited", _static)
+    app.add_css_file("instructor-guide.css")
     app.connect("source-read", _source_read)
     app.connect("env-get-outdated", _always_reread)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
