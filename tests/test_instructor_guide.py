@@ -167,3 +167,8 @@ def test_week_split_keeps_order_and_minimises_the_busiest_week():
     assert guide._weeks([1, 1, 1, 1], 2) == [2, 2]
     assert guide._weeks([5, 1, 1, 1, 1, 1], 2) == [1, 5]
     assert guide._weeks([3, 3], 5) == [1, 1]
+
+
+def test_reading_time_counts_prose_outside_folded_blocks():
+    text = "(chap-x)=\n# One two\n\n````{dropdown} Going deeper\nfour five six\n````\n\nseven\n"
+    assert guide._words(text) == 3  # "One", "two", "seven": the label and the aside are left out

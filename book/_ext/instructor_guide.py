@@ -133,7 +133,8 @@ def _learn(opening: str, name: str) -> list[str]:
 
 
 def _words(markdown: str) -> int:
-    """Words of prose a student reads: folded solutions and labels left out."""
+    """Words of prose a student reads: folded blocks (solutions, "Going deeper"
+    asides) and labels left out."""
     text = DROPDOWN.sub(" ", markdown)
     text = re.sub(r"^\(.*\)=$", " ", text, flags=re.M)
     return len(re.findall(r"[A-Za-z0-9][\w'’-]*", text))
