@@ -60,7 +60,8 @@ def test_the_page_lists_exactly_the_checkers_known_mistakes(filled):
     }
     listed = guide.parse_mistakes(filled)
     assert listed == expected
-    lines = [line for line in filled.splitlines() if re.match(r"^- \*\*.+?\*\*: ", line)]
+    section = filled.split("\n## Common mistakes\n")[1].split("\n## ")[0]
+    lines = [line for line in section.splitlines() if re.match(r"^- \*\*.+?\*\*: ", line)]
     total = sum(map(len, expected.values()))
     assert len(lines) == total  # each mistake once
     assert f"every mistake the checkers know, {total} of them" in " ".join(filled.split())
@@ -102,9 +103,13 @@ def test_each_chapters_exercises_are_numbered_and_starred(filled):
 
 
 def test_every_notebook_has_a_measured_run_time_on_a_named_machine():
+    # Each notebook has a time, or the error its measured run stopped at (the
+    # guide then says it was not measured), never both, never neither.
     times = guide.notebook_times()
-    assert set(times["cpu_seconds"]) == {p.stem for p in NOTEBOOKS}
-    assert set(times["seconds"]) == {p.stem for p in NOTEBOOKS}
+    failed = set(times.get("failed", {}))
+    assert set(times["cpu_seconds"]) | failed == {p.stem for p in NOTEBOOKS}
+    assert set(times["cpu_seconds"]) & failed == set()
+    assert set(times["seconds"]) == set(times["cpu_seconds"])
     assert all(s > 0 for s in times["cpu_seconds"].values())
     assert times["machine"]["cpu"] and times["machine"]["cores"] >= 1
 
@@ -116,6 +121,18 @@ def test_a_missing_time_is_an_error_not_a_blank(tmp_path):
     path.write_text(__import__("json").dumps(times))
     with pytest.raises(ValueError, match=NOTEBOOKS[0].stem):
         guide.fill(PAGE.read_text(), times_path=path)
+
+
+def test_a_failed_run_is_said_on_the_page(tmp_path):
+    times = guide.notebook_times()
+    name = NOTEBOOKS[0].stem
+    for key in ("seconds", "cpu_seconds"):
+        times[key].pop(name, None)
+    times.setdefault("failed", {})[name] = "AssertionError: x"
+    path = tmp_path / "times.json"
+    path.write_text(__import__("json").dumps(times))
+    page = guide.fill(PAGE.read_text(), times_path=path)
+    assert "not measured: its run failed on the measuring machine (AssertionError\\: x)" in page
 
 
 def test_an_unknown_token_or_marker_is_an_error():
@@ -141,7 +158,7 @@ def test_a_deck_is_linked_only_when_the_site_holds_it(tmp_path):
 def test_course_plans_cover_their_parts_once_in_reading_order(filled):
     chapters = guide.chapters()
     for _key, title, parts, weeks, project in guide.PLANS:
-        section = filled.split(f"### {title}: ")[1].split("\n### ")[0]
+        section = filled.split(f"### {title}: ")[1].split("\n### ")[0].split("\n## ")[0]
         rows = [r for r in section.splitlines() if re.match(r"^\| \d+ \|", r)]
         assert len(rows) == weeks + project, title
         named = re.findall(r"<([a-z-]+)>`", section)

@@ -11,7 +11,8 @@ machine they were measured on (CPU model, cores, torch version, the highest
 load average seen before a run). book/_ext/instructor_guide.py reads that file; the
 instructor guide prints the CPU seconds, rounded up. Outputs are
 discarded: nothing in book/ is rewritten except the JSON (only the notebooks
-named on the command line are replaced in it).
+named on the command line are replaced in it). A notebook whose run fails gets
+its error, under "failed", instead of a time; the guide says it was not measured.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 import nbformat
 import psutil
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMES = ROOT / "book" / "_ext" / "notebook_times.json"
@@ -80,13 +82,26 @@ def main(argv: list[str]) -> int:
         "measured": time.strftime("%Y-%m-%d", time.gmtime()),
     }
     for path in paths:
-        seconds, cpu_seconds = run_seconds(path)
-        print(f"{path.stem}: {seconds:.1f} s wall, {cpu_seconds:.1f} s CPU", flush=True)
+        try:
+            seconds, cpu_seconds = run_seconds(path)
+            failure = None
+            print(f"{path.stem}: {seconds:.1f} s wall, {cpu_seconds:.1f} s CPU", flush=True)
+        except CellExecutionError as error:
+            failure = f"{error.ename}: {error.evalue}"[:200]
+            print(f"{path.stem}: the run failed, {failure}", flush=True)
         # Read, update and write after each notebook, so that two runs on
         # different notebooks (or an interrupted run) keep what they measured.
+        # A run that fails records its error instead of a time.
         record = json.loads(TIMES.read_text()) if TIMES.is_file() else {}
-        for key, value in (("seconds", seconds), ("cpu_seconds", cpu_seconds)):
-            record.setdefault(key, {})[path.stem] = round(value, 1)
+        record.setdefault("failed", {}).pop(path.stem, None)
+        for key in ("seconds", "cpu_seconds"):
+            record.setdefault(key, {}).pop(path.stem, None)
+        if failure is None:
+            record["seconds"][path.stem] = round(seconds, 1)
+            record["cpu_seconds"][path.stem] = round(cpu_seconds, 1)
+        else:
+            record["failed"][path.stem] = failure
+        for key in ("seconds", "cpu_seconds", "failed"):
             record[key] = dict(sorted(record[key].items()))
         old = record.get("machine", {})
         load = max(old.get("load_average_before", 0), machine["load_average_before"])

@@ -246,6 +246,9 @@ def _about(minutes: int) -> str:
 
 
 def _cpu(name: str, times: dict) -> str:
+    failed = times.get("failed", {}).get(name)
+    if failed is not None:
+        return f"not measured: its run failed on the measuring machine ({escape(failed)})"
     seconds = times["cpu_seconds"].get(name)
     if seconds is None:
         raise ValueError(f"{name}: no time in {TIMES.name}; run python -m tools.time_notebooks")
@@ -405,6 +408,8 @@ def parse_mistakes(markdown: str) -> dict[str, set[tuple[str, str]]]:
 def numbers(found: list[Chapter], table: dict, times: dict, root: Path = ROOT) -> dict[str, str]:
     machine = times["machine"]
     config = yaml.safe_load((root / "_config.yml").read_text())
+    slowest = max(times["cpu_seconds"], key=times["cpu_seconds"].get)
+    titles = {c.name: c.title for c in found}
     return {
         "repository": config["repository"]["url"].rstrip("/"),
         "title": config["title"],
@@ -422,8 +427,9 @@ def numbers(found: list[Chapter], table: dict, times: dict, root: Path = ROOT) -
         "machine": f"{machine['cpu']}, {machine['cores']} cores, torch {machine['torch']}",
         "measured": machine["measured"],
         "load": str(machine["load_average_before"]),
-        "slowest": f"{math.ceil(max(times['cpu_seconds'].values()))}",
-        "wall_slowest": f"{math.ceil(max(times['seconds'].values()))}",
+        "slowest": f"{math.ceil(times['cpu_seconds'][slowest])}",
+        "wall_slowest": f"{math.ceil(times['seconds'][slowest])}",
+        "slowest_name": f"{{doc}}`{titles[slowest]} <{slowest}>`",
     }
 
 
