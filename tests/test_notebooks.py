@@ -30,6 +30,7 @@ CHAPTERS = [
     "book/positions",
     "book/vision-transformer",
     "book/references",
+    "book/instructor-guide",
     "book/teaching",
 ]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

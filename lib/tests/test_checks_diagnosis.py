@@ -113,3 +113,15 @@ def test_torch_messages_are_read_in_plain_words():
         reading = _read_exception(err)
     assert "broadcast" in reading
     assert _read_exception(ValueError("something odd")) == "raised ValueError: something odd"
+
+
+def test_known_mistakes_lists_every_checker_and_each_mistake_once():
+    # An independent count: every check_* attribute of the package, read directly.
+    table = checks.known_mistakes()
+    names = sorted(n for n in dir(checks) if n.startswith("check_"))
+    assert sorted(table) == names
+    for name, listed in table.items():
+        own = getattr(checks, name).mistakes
+        assert listed == tuple((m.name, m.diagnosis) for m in own), name
+        assert all(isinstance(a, str) and isinstance(b, str) and b for a, b in listed)
+    assert sum(map(len, table.values())) == sum(len(getattr(checks, n).mistakes) for n in names)

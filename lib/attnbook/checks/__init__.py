@@ -23,6 +23,8 @@ diagnosis. Where an exercise forbids a shortcut (the library's own answer,
 The checkers live in one module per chapter (``qkv``, ``pooling``,
 ``masked``, ``scoring``, ``part2``, ``part3``, ``lm``, ``induction``,
 ``scale``, ``seq2seq``, ``positions``, ``vit``); import them from here.
+:func:`known_mistakes` lists every checker's known mistakes and their
+diagnoses (the instructor guide's "Common mistakes" is generated from it).
 """
 
 from ._core import CheckReport
@@ -50,6 +52,7 @@ from .vit import check_attention_rollout, check_ink, check_patchify
 
 __all__ = [
     "CheckReport",
+    "known_mistakes",
     "check_causal_lengths",
     "check_causal_self_attention",
     "check_entropy",
@@ -82,3 +85,18 @@ __all__ = [
     "check_attention_rollout",
     "check_ink",
 ]
+
+
+def known_mistakes() -> dict[str, tuple[tuple[str, str], ...]]:
+    """Every checker's known mistakes: checker name -> ((mistake name, diagnosis), ...).
+
+    The checkers come in the order of ``__all__``, each mistake in the order its
+    checker lists it (the order in which a diagnosis is tried). A checker that
+    knows no mistake maps to an empty tuple.
+    """
+    table = {}
+    for name in __all__:
+        if name.startswith("check_"):
+            mistakes = getattr(globals()[name], "mistakes", ())
+            table[name] = tuple((m.name, m.diagnosis) for m in mistakes)
+    return table
