@@ -281,15 +281,22 @@ def records_agree(live: dict[str, float], stored: dict[str, float]) -> list[str]
 
     Training is chaotic in its last bits: the same seed on a CPU with other
     vector instructions (``ATEN_CPU_CAPABILITY=default`` against AVX-512, say)
-    ends a few test images apart, and its mean correlations up to about 0.1
-    apart (measured on seed 0: 3 images, 0.10 for raw attention). So accuracy
-    may differ by 7 test images in 450 (and the misread explained images by
-    3), each mean correlation by 0.15, the peak by 0.06, a top-patch match and
-    a deletion area by 0.1; anything more is a drift between the code and the
-    stored file. The accuracy with the positions averaged (a crippled model,
-    near 30 %) moves more, by 0.1 (measured on seed 0: 0.04). A key's
-    tolerance is that of the first of these names it contains (``"zero:
-    rollout, top match"`` is a top-patch match).
+    or another vendor's kernels ends a few test images apart, and its mean
+    correlations up to about 0.1 apart. Measured on seed 0 on an Intel Xeon
+    with AVX-512 (native, ``avx2`` and ``default``, one thread each): accuracy
+    within 3 images, misread images within 1, mean correlations of the head
+    average within 0.062, a deletion area within 0.074, a top-patch match
+    within 0.12 and a single last-block head's mean correlation within 0.17
+    (head 3 under the zero fill: -0.34 to -0.04 across the three, -0.17 in the
+    record): one head's map moves more than their average. So accuracy may
+    differ by 7 test images in 450 (and the misread explained images by 3),
+    each mean correlation by 0.15, a single head's by 0.3, the peak by 0.06, a
+    top-patch match by 0.2 and a deletion area by 0.1; anything more is a drift
+    between the code and the stored file. The accuracy with the positions
+    averaged (a crippled model, near 30 %) moves more, by 0.1 (measured on
+    seed 0: 0.064). A key's tolerance is that of the first of these names it
+    contains (``"zero: rollout, top match"`` is a top-patch match, ``"zero:
+    raw attention, head 3"`` a single head).
     """
     tolerance = {
         "positions averaged": 0.1,
@@ -297,7 +304,8 @@ def records_agree(live: dict[str, float], stored: dict[str, float]) -> list[str]
         "final loss": 0.01,
         "misread": 3,
         "peak": 0.06,
-        "top match": 0.1,
+        "head": 0.3,
+        "top match": 0.2,
         "deletion": 0.1,
     }
     for name, record in (("live", live), ("stored", stored)):
