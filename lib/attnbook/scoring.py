@@ -91,14 +91,17 @@ class AdditiveAttention(nn.Module):
     """Additive (MLP) attention: a(q, k) = w_v^T tanh(W_q q + W_k k).
 
     Queries and keys may have different sizes; both are projected to
-    ``num_hiddens`` features (no biases). The projections are lazy: their input
-    sizes are fixed by the first call.
+    ``num_hiddens`` features. The projections are lazy: their input sizes are
+    fixed by the first call. By default there are no biases, so the score is
+    odd, a(-q, -k) = -a(q, k); ``bias=True`` gives W_q a bias b, making the
+    score w_v^T tanh(W_q q + b + W_k k), which breaks that symmetry.
     """
 
-    def __init__(self, num_hiddens: int, dropout: float = 0.0) -> None:
+    def __init__(self, num_hiddens: int, dropout: float = 0.0, bias: bool = False) -> None:
         super().__init__()
         num_hiddens = _validate.positive_int("num_hiddens", num_hiddens)
-        self.W_q = nn.LazyLinear(num_hiddens, bias=False)
+        bias = _validate.flag("bias", bias)
+        self.W_q = nn.LazyLinear(num_hiddens, bias=bias)
         self.W_k = nn.LazyLinear(num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
         self.dropout = nn.Dropout(_validate.probability("dropout", dropout))

@@ -262,7 +262,7 @@ def _cases() -> dict[str, Case]:
         accepts={"valid_lens": {"axes+", "wrong type"}},
         call=_forward(lambda: scoring.DotProductAttention()),
     )
-    c["scoring.AdditiveAttention"] = Case(lambda: {"num_hiddens": 4, "dropout": 0.0})
+    c["scoring.AdditiveAttention"] = Case(lambda: {"num_hiddens": 4, "dropout": 0.0, "bias": False})
     c["scoring.AdditiveAttention.forward"] = Case(
         lambda: {
             "queries": _rand(2, 3, 4),

@@ -28,6 +28,9 @@ def sdpa(Q, K, V, lens=None):
 def ref_additive(layer: AdditiveAttention, Q, K, V, lens=None):
     """Brute force: score(q, k) = w_v . tanh(W_q q + W_k k), masked softmax, weighted sum."""
     Wq = layer.W_q.weight.detach().double()
+    bq = torch.zeros(Wq.shape[0], dtype=torch.float64)
+    if layer.W_q.bias is not None:
+        bq = layer.W_q.bias.detach().double()
     Wk = layer.W_k.weight.detach().double()
     wv = layer.w_v.weight.detach().double()[0]
     Q, K, V = Q.double(), K.double(), V.double()
@@ -37,7 +40,7 @@ def ref_additive(layer: AdditiveAttention, Q, K, V, lens=None):
     for b in range(batch):
         for i in range(queries):
             scores = [
-                float((wv * torch.tanh(Wq @ Q[b, i] + Wk @ K[b, j])).sum())
+                float((wv * torch.tanh(Wq @ Q[b, i] + bq + Wk @ K[b, j])).sum())
                 for j in range(keys)
                 if mask[b, i, j]
             ]
@@ -243,6 +246,55 @@ def test_additive_matches_loop(inputs, num_hiddens):
     torch.testing.assert_close(attention.attention_weights, weights)
     assert_zero_rows_for_empty_lengths(got, attention.attention_weights, lens)
     assert_unchanged(before, [Q, K, V, lens])
+
+
+@given(inputs=qkv(same_size=False), num_hiddens=st.integers(1, 6), seed=st.integers(0, 3))
+def test_additive_with_bias_matches_loop(inputs, num_hiddens, seed):
+    Q, K, V, lens = inputs
+    attention = fresh_additive(num_hiddens, seed=seed, bias=True)
+    got = attention(Q, K, V, lens)
+    assert attention.W_q.bias.shape == (num_hiddens,)
+    assert attention.W_k.bias is None and attention.w_v.bias is None
+    expected, weights = ref_additive(attention, Q, K, V, lens)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(attention.attention_weights, weights)
+
+
+def _log_weights(attention, Q, K):
+    """Log-weights of every key (b, q, k); with identity values the output is the weights."""
+    eye = torch.eye(K.shape[1], dtype=K.dtype).expand(K.shape[0], -1, -1)
+    return attention(Q, K, eye).log()
+
+
+def test_additive_score_is_odd_without_bias_and_not_with_one():
+    """Without biases tanh(W_q(-q) + W_k(-k)) = -tanh(W_q q + W_k k), so a(-q, -k) = -a(q, k):
+    log p(q, K) + log p(-q, -K) is the same for every key of a row (softmax ignores a constant
+    per row), and the best key of (q, K) is the worst of (-q, -K). A bias on W_q breaks it."""
+    g = torch.Generator().manual_seed(9)
+    Q = torch.randn(3, 4, 5, generator=g, dtype=torch.float64)
+    K = 2 * torch.randn(3, 6, 3, generator=g, dtype=torch.float64)
+    odd = fresh_additive(8)
+    both = _log_weights(odd, Q, K) + _log_weights(odd, -Q, -K)  # (b, q, k)
+    torch.testing.assert_close(both - both[..., :1], torch.zeros_like(both))
+    assert torch.equal(_log_weights(odd, Q, K).argmax(-1), _log_weights(odd, -Q, -K).argmin(-1))
+    biased = fresh_additive(8, bias=True)
+    _log_weights(biased, Q, K)  # the first call fixes the lazy layers' sizes
+    with torch.no_grad():
+        biased.W_q.weight.copy_(odd.W_q.weight)
+        biased.W_k.weight.copy_(odd.W_k.weight)
+        biased.w_v.weight.copy_(odd.w_v.weight)
+        biased.W_q.bias.fill_(1.0)
+    both = _log_weights(biased, Q, K) + _log_weights(biased, -Q, -K)
+    assert (both - both[..., :1]).abs().max() > 0.1
+
+
+@pytest.mark.parametrize(
+    ("bias", "pattern"),
+    [("False", r"bias must be True or False, got 'False'"), (1, r"bias.*1"), (None, r"bias.*None")],
+)
+def test_additive_bad_bias(bias, pattern):
+    with pytest.raises(TypeError, match=pattern):
+        AdditiveAttention(4, bias=bias)
 
 
 def test_additive_float32_matches_loop():
