@@ -149,3 +149,38 @@ def test_a_slide_notebook_shows_no_code_input_nor_solutions(path):
         assert "solution" not in c.metadata.get("tags", []), f"{path.name}: slides set exercises"
         if c.cell_type == "code":
             assert not c.source.lstrip().startswith("# @title Solution")
+
+
+def build_tiny_site(tmp_path, decks: list[str]) -> str:
+    """A two-page Sphinx site with book/_ext/slide_links; decks built beforehand."""
+    import sys
+
+    from sphinx.application import Sphinx
+
+    from tools.site import ROOT
+
+    src, out = tmp_path / "src", tmp_path / "out"
+    (src / "book").mkdir(parents=True)
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
+        "extensions = ['slide_links']\nroot_doc = 'index'\n"
+    )
+    (src / "index.rst").write_text("Home\n====\n\n.. toctree::\n\n   book/a\n   book/b\n")
+    for name in ("a", "b"):
+        (src / "book" / f"{name}.rst").write_text(f"Chapter {name}\n=========\n\nText.\n")
+    (out / "slides").mkdir(parents=True)
+    for name in decks:
+        (out / "slides" / f"{name}.html").write_text("<html></html>")
+        (out / "slides" / f"{name}.pdf").write_bytes(b"%PDF-1.4")
+    app = Sphinx(src, src, out, tmp_path / "doctrees", "html", status=None, warning=sys.stderr)
+    app.build()
+    return out
+
+
+def test_a_chapter_links_its_deck_only_when_built(tmp_path):
+    out = build_tiny_site(tmp_path, decks=["a"])
+    page_a = (out / "book" / "a.html").read_text(encoding="utf-8")
+    page_b = (out / "book" / "b.html").read_text(encoding="utf-8")
+    assert 'href="../slides/a.html"' in page_a and 'href="../slides/a.pdf"' in page_a
+    assert page_a.index("</h1>") < page_a.index("attnbook-slides-link")
+    assert "attnbook-slides-link" not in page_b
