@@ -17,6 +17,9 @@ NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 # The reader's edition (what Colab, GitHub and the Colab buttons open):
 # generated from NOTEBOOKS by tools/readers_edition.py into book/colab/.
 EDITIONS := $(patsubst book/%,book/colab/%,$(NOTEBOOKS))
+# One slide notebook per chapter (slides/NAME.ipynb): `make slides` turns them
+# into reveal.js decks and PDFs in _build/html/slides (tools/slides.py).
+SLIDE_NOTEBOOKS := $(sort $(wildcard slides/*.ipynb))
 # `make test NB=book/masked-softmax.ipynb` checks one notebook only.
 NB ?=
 NBVAL := -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p tests.nbval_report
@@ -26,7 +29,7 @@ PORT ?= 8000
 
 .PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
         test-notebooks test-sources test-slow test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
-        readers-edition dist release reopen \
+        slides readers-edition dist release reopen \
         lm-checkpoint seq2seq-runs positions-sweep vit-sweep live-weights test-live-js
 
 help:
@@ -45,6 +48,7 @@ help:
 	@echo "make test-sources  the book tests that read the sources, not the built site"
 	@echo "make site       the PDF, then the website linking it"
 	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
+	@echo "make slides     every chapter's slide deck: _build/html/slides/NAME.html and NAME.pdf"
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
 	@echo "make lock       regenerate requirements.txt (the lock) after editing requirements.in"
 	@echo "make dist       build attnbook's wheel and sdist into dist/"
@@ -142,10 +146,25 @@ pdf: book
 	$(BIN)/python -m tools.print_book
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_pdf.py
 
-# The website with the PDF: print the book first, then build the site, which
-# links "Download the book as PDF" from every page when the PDF is there.
-site: pdf
+# The website with the PDF and the slide decks: print the book and build the
+# decks first, then build the site, which links "Download the book as PDF" from
+# every page when the PDF is there, and each chapter's deck when it is there.
+site: pdf slides
 	$(BUILD_BOOK)
+
+# The slide decks (tools/slides.py): each slide notebook executed afresh with
+# the explorers in their website form, written as reveal.js HTML, printed to
+# PDF by headless Chromium, then checked offline in the browser
+# (tests/test_slides_browser.py). reveal.js comes from the npm registry at the version
+# slides/package-lock.json pins, into the ignored slides/node_modules.
+REVEAL_STAMP := slides/node_modules/.installed
+$(REVEAL_STAMP): slides/package.json slides/package-lock.json
+	cd slides && npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
+
+slides: $(STAMP) $(KERNEL_PROFILE) $(REVEAL_STAMP)
+	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m tools.slides
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_slides_browser.py
 
 # Two tiers. `make test` (the README's test command, a few minutes): lint, the
 # library's tests, strict nbval on every notebook, the website build and its
@@ -166,8 +185,8 @@ test: $(STAMP) $(KERNEL_PROFILE)
 endif
 
 lint: $(STAMP)
-	$(BIN)/ruff check --config lib/pyproject.toml lib tests tools book
-	$(BIN)/ruff format --config lib/pyproject.toml --check lib tests tools book
+	$(BIN)/ruff check --config lib/pyproject.toml lib tests tools book slides
+	$(BIN)/ruff format --config lib/pyproject.toml --check lib tests tools book slides
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(BIN)/zizmor --offline --no-progress .github/workflows
 
@@ -190,8 +209,9 @@ test-live-js:
 BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.py \
   tests/test_live_browser.py tests/test_live_browser_dates.py tests/test_live_browser_lm.py \
   tests/test_live_browser_digits.py
+# The decks' browser test runs in `make slides`, which builds them.
 BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupyter.py \
-  --ignore=tests/test_pdf.py $(addprefix --ignore=,$(BROWSER_TESTS))
+  --ignore=tests/test_pdf.py --ignore=tests/test_slides_browser.py $(addprefix --ignore=,$(BROWSER_TESTS))
 # The book tests that read the sources, not the site (notebook hygiene, the
 # reader's edition, the locks, the tools): test-sources runs them beside nbval,
 # so that only the checks of the built site wait for the build. A new test
@@ -199,7 +219,7 @@ BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupy
 SOURCE_TESTS := tests/test_notebooks.py tests/test_readers_edition.py tests/test_lock.py \
   tests/test_nbtools.py tests/test_browser_lookup.py tests/test_nbval_executed.py \
   tests/test_regression_bites.py tests/test_release.py tests/test_readme.py \
-  tests/test_instructor_guide.py
+  tests/test_instructor_guide.py tests/test_slides.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(BOOK_TESTS) \
@@ -226,7 +246,7 @@ test-browser: $(STAMP) book
 # After `make test`, the rest two at a time: the browser suites spend much of
 # their time waiting on pages and kernels, so they share the cores with the
 # nbval and Colab-like runs. The website is built once, before either needs it.
-CHECK_PARTS := test-cpus test-browser test-jupyter colab pdf test-widgets-ipyw7 test-slow
+CHECK_PARTS := test-cpus test-browser test-jupyter colab pdf slides test-widgets-ipyw7 test-slow
 check: test
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECK_PARTS)
 
@@ -244,6 +264,9 @@ test-notebooks: $(STAMP) $(KERNEL_PROFILE) $(LIB_STAMP)
 	ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) \
 	  -p tests.nbval_executed --nbval-executed-into $(EXECUTED) $(NOTEBOOKS)
 	$(BIN)/python -m tools.book_cache $(EXECUTED)
+# The slide notebooks, as `make test NB=slides/NAME.ipynb` checks them (live
+# explorers; `make slides` executes them afresh with the website's static ones).
+	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) $(SLIDE_NOTEBOOKS)
 
 # Strict nbval again with other CPU code paths forced, so that a stored output
 # which holds only on this machine's kernels fails here and not on a reader's
@@ -258,7 +281,7 @@ test-cpus: $(STAMP) $(KERNEL_PROFILE)
 	@failed=""; for variant in $(CPU_VARIANTS) $(if $(HAS_AVX512),$(AVX512_VARIANT)); do \
 	  echo "== strict nbval with $$variant"; \
 	  env $$variant IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) \
-	    $(or $(NB),$(NOTEBOOKS)) || failed="$$failed\n   $$variant"; \
+	    $(or $(NB),$(NOTEBOOKS) $(SLIDE_NOTEBOOKS)) || failed="$$failed\n   $$variant"; \
 	done; \
 	$(if $(HAS_AVX512),true,echo "== AVX-512 variant skipped: this CPU has no avx512f"); \
 	if [ -n "$$failed" ]; then printf "== strict nbval failed with:$$failed\n"; exit 1; fi

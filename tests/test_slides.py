@@ -1,0 +1,186 @@
+"""The slide notebooks and the deck builder (tools/slides.py), read from the sources.
+
+The built decks are checked in a browser by tests/test_slides_browser.py
+(``make slides``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+
+from tools import slides
+from tools.site import BOOK, read_notebook
+
+SLIDE_NOTEBOOKS = sorted(slides.SOURCES.glob("*.ipynb"))
+
+
+def cell(kind: str, source: str = "", slide_type: str | None = "-", tags=()):
+    made = (
+        nbformat.v4.new_markdown_cell(source) if kind == "md" else nbformat.v4.new_code_cell(source)
+    )
+    if slide_type is not None:
+        made.metadata["slideshow"] = {"slide_type": slide_type}
+    if tags:
+        made.metadata["tags"] = list(tags)
+    return made
+
+
+def notebook(*cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = list(cells)
+    return nb
+
+
+def test_cells_are_grouped_into_slides_with_notes():
+    nb = notebook(
+        cell("code", "import torch", "skip"),
+        cell("code", "# install", "slide", tags=["remove-cell"]),
+        cell("md", "# Title", "slide"),
+        cell("md", "sub", "-"),
+        cell("md", "## Two", "slide"),
+        cell("md", "said aloud", "notes"),
+        cell("md", "more", "fragment"),
+    )
+    grouped = slides.group_slides(nb)
+    assert [[c.source for c in s["cells"]] for s in grouped] == [
+        ["# Title", "sub"],
+        ["## Two", "more"],
+    ]
+    assert [[c.source for c in s["notes"]] for s in grouped] == [[], ["said aloud"]]
+
+
+def test_a_deck_must_start_with_a_slide():
+    with pytest.raises(ValueError, match="first shown cell must start a slide"):
+        slides.group_slides(notebook(cell("md", "orphan", "-")), "deck")
+    with pytest.raises(ValueError, match="no cell starts a slide"):
+        slides.group_slides(notebook(cell("md", "x", "skip")), "deck")
+
+
+def test_an_unknown_slide_type_is_named():
+    with pytest.raises(ValueError, match=r"slide_type must be one of .* got 'slid'"):
+        slides.group_slides(notebook(cell("md", "# A", "slid")), "deck")
+
+
+def test_markdown_keeps_mathematics_for_mathjax():
+    html = slides.markdown("weights $a_{ij} < 1$ and\n\n$$\\sum_j a_{ij} = 1$$")
+    assert r"\(a_{ij} &lt; 1\)" in html
+    assert r"\[\sum_j a_{ij} = 1\]" in html
+    assert "$" not in html
+
+
+def test_outputs_are_rendered_and_failures_refused():
+    png = {"output_type": "display_data", "data": {"image/png": "iVBO\nRw==", "text/plain": "x"}}
+    assert 'alt="a &quot;figure&quot;"' in slides.render_output(png, "here", 'a "figure"')
+    assert "data:image/png;base64,iVBORw==" in slides.render_output(png, "here")
+    text = {"output_type": "stream", "name": "stdout", "text": "a < b"}
+    assert slides.render_output(text, "here") == '<pre class="attnbook-text">a &lt; b</pre>'
+    with pytest.raises(ValueError, match="here: raised KeyError"):
+        slides.render_output({"output_type": "error", "ename": "KeyError", "evalue": "1"}, "here")
+    with pytest.raises(ValueError, match="here: wrote to stderr"):
+        slides.render_output({"output_type": "stream", "name": "stderr", "text": "!"}, "here")
+
+
+def test_unknown_deck_names_are_refused():
+    with pytest.raises(ValueError, match="no-such-chapter"):
+        slides.main(["no-such-chapter"])
+
+
+def test_the_deck_page_loads_only_the_shared_assets():
+    nb = notebook(cell("md", "# A title", "slide"), cell("md", "## B\n\n$x$", "slide"))
+    page = slides.deck_html(nb, "a-deck")
+    loads = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert loads == [
+        "_static/reveal/reveal.css",
+        "_static/reveal/theme/white.css",
+        "_static/mathjax/tex-chtml.js",
+        "_static/reveal/reveal.js",
+    ]
+    assert page.count("<section") == 2
+
+
+def test_there_are_slide_notebooks():
+    assert len(SLIDE_NOTEBOOKS) >= 2
+
+
+@pytest.mark.parametrize("path", SLIDE_NOTEBOOKS, ids=lambda p: p.name)
+def test_a_deck_belongs_to_a_chapter_and_is_a_lesson(path):
+    chapter = BOOK / path.name
+    assert chapter.is_file(), f"{path.name}: no chapter {chapter}"
+    nb = read_notebook(path)
+    grouped = slides.group_slides(nb, path.name)
+    assert 10 <= len(grouped) <= 15, f"{path.name}: {len(grouped)} slides, not 10-15"
+    headings = [s["cells"][0].source.splitlines()[0] for s in grouped]
+    title = next(
+        line
+        for line in read_notebook(chapter).cells[0].source.splitlines()
+        if line.startswith("# ")
+    )
+    assert headings[0] == title, (
+        f"{path.name} opens with {headings[0]!r}, the chapter with {title!r}"
+    )
+    assert f"](../book/{path.stem}.html)" in grouped[0]["cells"][0].source
+    assert headings[1] == "## Today"
+    assert "## Checkpoint" in headings and headings[-1] == "## Exercises to set"
+    checkpoint = grouped[headings.index("## Checkpoint")]
+    assert checkpoint["notes"], f"{path.name}: the checkpoint's answers belong in its notes"
+    exercises = grouped[-1]["cells"][0].source
+    assert re.search(r"★", exercises), f"{path.name}: exercises carry a difficulty"
+
+
+@pytest.mark.parametrize("path", SLIDE_NOTEBOOKS, ids=lambda p: p.name)
+def test_shown_pictures_come_from_attnbook_and_have_alt_text(path):
+    nb = read_notebook(path)
+    shown = [c for s in slides.group_slides(nb, path.name) for c in s["cells"]]
+    code = [c for c in shown if c.cell_type == "code"]
+    assert any("attnbook" in c.source or "explorer(" in c.source for c in nb.cells)
+    for c in code:
+        if any("image/png" in o.get("data", {}) for o in c.outputs):
+            explorer = any("widget-view" in k for o in c.outputs for k in o.get("data", {}))
+            alt = c.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+            assert explorer or len(alt) >= 40, f"{path.name}: a figure without alt text"
+
+
+@pytest.mark.parametrize("path", SLIDE_NOTEBOOKS, ids=lambda p: p.name)
+def test_a_slide_notebook_shows_no_code_input_nor_solutions(path):
+    for c in read_notebook(path).cells:
+        assert "solution" not in c.metadata.get("tags", []), f"{path.name}: slides set exercises"
+        if c.cell_type == "code":
+            assert not c.source.lstrip().startswith("# @title Solution")
+
+
+def build_tiny_site(tmp_path, decks: list[str]) -> str:
+    """A two-page Sphinx site with book/_ext/slide_links; decks built beforehand."""
+    import sys
+
+    from sphinx.application import Sphinx
+
+    from tools.site import ROOT
+
+    src, out = tmp_path / "src", tmp_path / "out"
+    (src / "book").mkdir(parents=True)
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
+        "extensions = ['slide_links']\nroot_doc = 'index'\n"
+    )
+    (src / "index.rst").write_text("Home\n====\n\n.. toctree::\n\n   book/a\n   book/b\n")
+    for name in ("a", "b"):
+        (src / "book" / f"{name}.rst").write_text(f"Chapter {name}\n=========\n\nText.\n")
+    (out / "slides").mkdir(parents=True)
+    for name in decks:
+        (out / "slides" / f"{name}.html").write_text("<html></html>")
+        (out / "slides" / f"{name}.pdf").write_bytes(b"%PDF-1.4")
+    app = Sphinx(src, src, out, tmp_path / "doctrees", "html", status=None, warning=sys.stderr)
+    app.build()
+    return out
+
+
+def test_a_chapter_links_its_deck_only_when_built(tmp_path):
+    out = build_tiny_site(tmp_path, decks=["a"])
+    page_a = (out / "book" / "a.html").read_text(encoding="utf-8")
+    page_b = (out / "book" / "b.html").read_text(encoding="utf-8")
+    assert 'href="../slides/a.html"' in page_a and 'href="../slides/a.pdf"' in page_a
+    assert page_a.index("</h1>") < page_a.index("attnbook-slides-link")
+    assert "attnbook-slides-link" not in page_b

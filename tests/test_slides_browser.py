@@ -1,0 +1,88 @@
+"""The built decks (``make slides``, tools/slides.py), opened offline in Chromium.
+
+Every deck: within 1 MiB (its HTML; what it loads besides is shared by every
+deck in _build/html/slides/_static), no request leaves the page, no console
+error, the mathematics typeset, no slide taller than the slide, every explorer
+answers its keyboard, and a PDF with one page per slide.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tools import slides
+from tools.browser import Offline, controls, picture, step_control
+from tools.site import serve
+
+NAMES = slides.deck_names()
+
+
+def built(name: str):
+    deck = slides.OUT / f"{name}.html"
+    if not deck.is_file():
+        raise AssertionError(f"no deck {deck}: run `make slides` first")
+    return deck
+
+
+@pytest.fixture(scope="module")
+def base():
+    with serve(slides.OUT) as url:
+        yield url
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deck_within_budget(name):
+    size = built(name).stat().st_size
+    assert size <= slides.MAX_DECK_BYTES, f"{name}.html: {size} bytes"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pdf_has_a_page_per_slide(name):
+    from pypdf import PdfReader
+
+    pages = len(PdfReader(slides.OUT / f"{name}.pdf").pages)
+    sections = built(name).read_text(encoding="utf-8").count("<section")
+    assert pages == sections, f"{name}.pdf: {pages} pages for {sections} slides"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deck_offline_typeset_fitting_and_live(name, browser, base):
+    built(name)
+    with Offline(browser, viewport={"width": 1280, "height": 720}) as tab:
+        page = tab.page
+        page.goto(f"{base}/{name}.html", wait_until="load")
+        page.wait_for_function("window.Reveal && Reveal.isReady()")
+        page.evaluate("MathJax.startup.promise")
+        total = page.evaluate("Reveal.getTotalSlides()")
+        assert 10 <= total <= 15
+        html = built(name).read_text(encoding="utf-8")
+        if re.search(r"\\\(|\\\[", html):
+            assert page.locator("mjx-container").count() > 0, "mathematics not typeset"
+            assert "\\(" not in page.locator(".slides").inner_text()
+        tall = page.evaluate(
+            f"""[...document.querySelectorAll('.slides > section')]
+                .map((s, i) => [i + 1, s.scrollHeight, s.scrollWidth])
+                .filter(([, h, w]) => h > {slides.SLIDE_HEIGHT} || w > {slides.SLIDE_WIDTH})"""
+        )
+        assert tall == [], f"{name}: slides (number, height, width) overflow: {tall}"
+        explorers = page.locator(".attnbook-explorer")
+        for index in range(explorers.count()):
+            explorer = explorers.nth(index)
+            slide = explorer.evaluate(
+                "el => [...document.querySelectorAll('.slides > section')]"
+                ".indexOf(el.closest('section'))"
+            )
+            page.evaluate(f"Reveal.slide({slide})")
+            control = controls(explorer)[0]
+            before = picture(explorer)["key"]
+            step_control(page, control)
+            for _ in range(40):  # up to 2 s for the picture to change
+                if picture(explorer)["key"] != before:
+                    break
+                page.wait_for_timeout(50)
+            assert picture(explorer)["key"] != before, f"{name}: explorer {index} did not answer"
+            assert page.evaluate("Reveal.getIndices().h") == slide, "the arrow key turned the slide"
+        assert tab.blocked == [], f"{name}: requests left the page: {tab.blocked}"
+        assert tab.errors == [], f"{name}: console errors: {tab.errors}"

@@ -1,0 +1,333 @@
+"""A reveal.js deck and a PDF for each authored slide notebook (``make slides``).
+
+    python -m tools.slides                      # every slides/*.ipynb
+    python -m tools.slides masked-softmax ...   # some decks only
+    python -m tools.slides --no-pdf ...         # the HTML decks only
+
+Each ``slides/NAME.ipynb`` is a short notebook written for the slide (not
+copied from the chapter). Its cells carry Jupyter's standard slideshow
+metadata, ``metadata.slideshow.slide_type``:
+
+* ``slide``: starts a new slide (the first shown cell must be one);
+* ``-``, ``fragment`` or ``subslide``: continues the current slide (one flat
+  row of slides: no vertical stacks, no step-by-step reveals);
+* ``notes``: speaker notes of the current slide (reveal.js's ``S`` key);
+* ``skip``: not shown (it still runs). Cells tagged ``remove-cell`` (the Colab
+  install cell) are skipped too.
+
+The notebook is executed afresh with ``ATTNBOOK_STATIC=1``, so every explorer
+emits its self-contained HTML fragment, exactly as on the website; a deck needs
+no kernel and no network. Code is never shown, only what it displays: HTML,
+then SVG, then PNG, then plain text, and printed text.
+
+Written into ``_build/html/slides/`` (the website publishes that folder):
+``NAME.html`` and ``NAME.pdf`` per deck, and once for all decks ``_static/``:
+reveal.js (from ``slides/node_modules``, installed by ``npm ci`` from
+``slides/package-lock.json``) and MathJax 3 (from the Python lock's
+``sphinx-mathjax-offline``). A deck's size is its HTML alone: everything it
+loads besides is in ``_static/``, shared by every deck and loaded once.
+``_build/html/slides/build.json`` records each deck's size and build time.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ROOT / "slides"
+OUT = ROOT / "_build" / "html" / "slides"
+REVEAL = SOURCES / "node_modules" / "reveal.js"
+MAX_DECK_BYTES = 2**20
+SLIDE_WIDTH, SLIDE_HEIGHT = 1280, 720
+CONTINUES = ("-", "fragment", "subslide")
+SLIDE_TYPES = ("slide", "skip", "notes", *CONTINUES)
+SKIP_TAGS = {"remove-cell"}
+
+
+def mathjax_dir() -> Path:
+    """MathJax 3 as the lock ships it (the package sphinx-mathjax-offline)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("sphinx-mathjax-offline is not installed: run `make install`")
+    return Path(spec.origin).parent / "static" / "mathjax"
+
+
+def deck_names() -> list[str]:
+    return sorted(path.stem for path in SOURCES.glob("*.ipynb"))
+
+
+def slide_type(cell, where: str) -> str:
+    """The cell's slide type; a missing one continues the slide."""
+    kind = cell.metadata.get("slideshow", {}).get("slide_type", "-")
+    if kind not in SLIDE_TYPES:
+        raise ValueError(f"{where}: slide_type must be one of {SLIDE_TYPES}, got {kind!r}")
+    return kind
+
+
+def group_slides(nb, name: str = "deck") -> list[dict]:
+    """The notebook's cells as slides: ``[{"cells": [...], "notes": [...]}, ...]``."""
+    slides: list[dict] = []
+    for index, cell in enumerate(nb.cells):
+        where = f"{name}, cell {index} ({cell.get('id', '?')})"
+        kind = slide_type(cell, where)
+        if kind == "skip" or SKIP_TAGS & set(cell.metadata.get("tags", [])):
+            continue
+        if kind == "slide":
+            slides.append({"cells": [], "notes": []})
+        elif not slides:
+            raise ValueError(f"{where}: the first shown cell must start a slide, got {kind!r}")
+        slides[-1]["notes" if kind == "notes" else "cells"].append(cell)
+    if not slides:
+        raise ValueError(f"{name}: no cell starts a slide (slideshow.slide_type 'slide')")
+    return slides
+
+
+def _math(content: str, options: dict) -> str:
+    left, right = (r"\[", r"\]") if options.get("display_mode") else (r"\(", r"\)")
+    return left + html.escape(content) + right
+
+
+def markdown(text: str) -> str:
+    """CommonMark with tables and $...$ / $$...$$ mathematics (typeset by MathJax)."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    md = MarkdownIt("commonmark", {"html": True}).enable("table")
+    md.use(dollarmath_plugin, renderer=_math, allow_digits=False)
+    return md.render(text)
+
+
+def render_output(output: dict, where: str, alt: str = "") -> str:
+    kind = output.get("output_type")
+    if kind == "stream":
+        if output.get("name") == "stderr":
+            raise ValueError(f"{where}: wrote to stderr: {output.get('text', '')[:200]!r}")
+        return f'<pre class="attnbook-text">{html.escape(output["text"])}</pre>'
+    if kind == "error":
+        raise ValueError(f"{where}: raised {output.get('ename')}: {output.get('evalue')}")
+    data = output.get("data", {})
+    if "text/html" in data:
+        return f'<div class="attnbook-output">{data["text/html"]}</div>'
+    if "image/svg+xml" in data:
+        return f'<div class="attnbook-output">{data["image/svg+xml"]}</div>'
+    if "image/png" in data:
+        png = data["image/png"].replace("\n", "")
+        alt = html.escape(alt, quote=True)
+        return f'<img class="attnbook-figure" alt="{alt}" src="data:image/png;base64,{png}">'
+    if "text/plain" in data:
+        return f'<pre class="attnbook-text">{html.escape(data["text/plain"])}</pre>'
+    return ""
+
+
+def render_cell(cell, where: str) -> str:
+    if cell.cell_type == "markdown":
+        return markdown(cell.source)
+    if cell.cell_type == "code":
+        # A figure's alt text is written where the chapters write it (MyST-NB's).
+        alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+        return "\n".join(render_output(o, where, alt) for o in cell.get("outputs", []))
+    return ""
+
+
+STYLE = """
+.reveal { --r-main-font-size: 28px; --r-heading1-size: 2.1em; --r-heading2-size: 1.45em;
+  --r-heading3-size: 1.1em; }
+.reveal .slides section { text-align: left; }
+.reveal .slides section h1, .reveal .slides section h2 { text-transform: none; }
+.reveal .slides section.title-slide { text-align: center; padding-top: 170px; }
+.reveal ul, .reveal ol { display: block; margin-left: 1.2em; }
+.reveal li { margin: 0.25em 0; }
+.reveal p { margin: 0.45em 0; line-height: 1.3; }
+.reveal pre.attnbook-text { box-shadow: none; font-size: 0.62em; width: 100%;
+  white-space: pre; margin: 0.3em 0; }
+.reveal img.attnbook-figure { max-height: 430px; max-width: 100%; margin: 0.2em 0; }
+.reveal .attnbook-output { font-size: 0.55em; }
+.reveal .attnbook-output img { margin: 0; }
+.reveal .attnbook-checkpoint { border-left: 6px solid #2a76dd; padding-left: 0.6em; }
+.reveal .attnbook-deck-source { font-size: 0.6em; color: #555; }
+.reveal table { font-size: 0.8em; }
+"""
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title} (slides)</title>
+<link rel="stylesheet" href="_static/reveal/reveal.css">
+<link rel="stylesheet" href="_static/reveal/theme/white.css">
+<style>{style}</style>
+<script>
+window.MathJax = {{
+  tex: {{inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\\\[", "\\\\]"]]}},
+  options: {{enableMenu: false}},
+  startup: {{typeset: true}}
+}};
+</script>
+<script defer src="_static/mathjax/tex-chtml.js"></script>
+</head>
+<body>
+<div class="reveal"><div class="slides">
+{sections}
+</div></div>
+<script src="_static/reveal/reveal.js"></script>
+<script>
+Reveal.initialize({{
+  width: {width}, height: {height}, margin: 0.04, center: false, hash: true,
+  slideNumber: "c/t", transition: "none", controls: true, progress: true,
+  pdfMaxPagesPerSlide: 1, pdfSeparateFragments: false
+}});
+// Lay the slides out again once the mathematics is typeset (its size changes).
+window.addEventListener("load", () => {{
+  if (window.MathJax && MathJax.startup) MathJax.startup.promise.then(() => Reveal.layout());
+}});
+</script>
+</body>
+</html>
+"""
+
+
+def deck_html(nb, name: str) -> str:
+    """The reveal.js page of an executed slide notebook."""
+    slides = group_slides(nb, name)
+    sections = []
+    for number, slide in enumerate(slides, start=1):
+        where = f"{name}, slide {number}"
+        body = "\n".join(render_cell(cell, where) for cell in slide["cells"])
+        notes = "\n".join(render_cell(cell, where) for cell in slide["notes"])
+        aside = f'<aside class="notes">{notes}</aside>' if notes else ""
+        css = ' class="title-slide"' if number == 1 else ""
+        sections.append(f"<section{css}>\n{body}\n{aside}\n</section>")
+    title = nb.metadata.get("title") or name
+    return PAGE.format(
+        title=html.escape(title),
+        style=STYLE,
+        sections="\n".join(sections),
+        width=SLIDE_WIDTH,
+        height=SLIDE_HEIGHT,
+    )
+
+
+def execute(path: Path) -> nbformat.NotebookNode:
+    """Run a slide notebook with the explorers in their website form."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    os.environ["ATTNBOOK_STATIC"] = "1"
+    with tempfile.TemporaryDirectory() as workdir:
+        NotebookClient(
+            nb,
+            timeout=300,
+            kernel_name="python3",
+            record_timing=False,
+            resources={"metadata": {"path": workdir}},
+        ).execute()
+    return nb
+
+
+def copy_assets(out: Path = OUT) -> None:
+    """reveal.js and MathJax into ``out/_static`` (once for every deck)."""
+    if not (REVEAL / "dist" / "reveal.js").is_file():
+        raise FileNotFoundError(f"{REVEAL} is missing: run `npm ci` in slides/ (make slides does)")
+    static = out / "_static"
+    reveal = static / "reveal"
+    shutil.rmtree(static, ignore_errors=True)
+    (reveal / "theme" / "fonts").mkdir(parents=True)
+    for name in ("reveal.js", "reveal.css"):
+        shutil.copyfile(REVEAL / "dist" / name, reveal / name)
+    shutil.copyfile(REVEAL / "LICENSE", reveal / "LICENSE")
+    shutil.copyfile(REVEAL / "dist" / "theme" / "white.css", reveal / "theme" / "white.css")
+    fonts = REVEAL / "dist" / "theme" / "fonts" / "source-sans-pro"
+    shutil.copytree(
+        fonts, reveal / "theme" / "fonts" / fonts.name, ignore=shutil.ignore_patterns("*.eot")
+    )
+    mathjax = mathjax_dir()
+    (static / "mathjax").mkdir()
+    shutil.copyfile(mathjax / "tex-chtml.js", static / "mathjax" / "tex-chtml.js")
+    shutil.copytree(
+        mathjax / "output" / "chtml" / "fonts" / "woff-v2",
+        static / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2",
+    )
+
+
+def build_deck(name: str, out: Path = OUT) -> dict:
+    """Execute ``slides/NAME.ipynb`` and write ``out/NAME.html``; its size and time."""
+    start = time.perf_counter()
+    nb = execute(SOURCES / f"{name}.ipynb")
+    page = deck_html(nb, name)
+    target = out / f"{name}.html"
+    target.write_text(page, encoding="utf-8")
+    size = target.stat().st_size
+    if size > MAX_DECK_BYTES:
+        raise ValueError(f"{target}: {size} bytes, over the budget of {MAX_DECK_BYTES} (1 MiB)")
+    return {
+        "html_bytes": size,
+        "slides": len(group_slides(nb, name)),
+        "html_seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def print_pdfs(names: list[str], out: Path = OUT) -> dict[str, dict]:
+    """Print each deck with reveal.js's ``?print-pdf`` view into ``out/NAME.pdf``."""
+    from tools.browser import Offline, chromium
+    from tools.site import serve
+
+    results = {}
+    with serve(out) as base, chromium() as browser:
+        for name in names:
+            start = time.perf_counter()
+            with Offline(browser, viewport={"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT}) as tab:
+                tab.page.goto(f"{base}/{name}.html?print-pdf", wait_until="load")
+                tab.page.wait_for_function("window.Reveal && Reveal.isReady()")
+                tab.page.evaluate("MathJax.startup.promise")
+                tab.page.emulate_media(media="print")
+                pdf = out / f"{name}.pdf"
+                tab.page.pdf(path=str(pdf), prefer_css_page_size=True, print_background=True)
+                if tab.blocked or tab.errors:
+                    raise RuntimeError(f"{name}: blocked {tab.blocked}, errors {tab.errors}")
+            results[name] = {
+                "pdf_bytes": pdf.stat().st_size,
+                "pdf_seconds": round(time.perf_counter() - start, 1),
+            }
+    return results
+
+
+def main(argv: list[str]) -> int:
+    pdf = "--no-pdf" not in argv
+    names = [a for a in argv if a != "--no-pdf"] or deck_names()
+    unknown = sorted(set(names) - set(deck_names()))
+    if unknown:
+        raise ValueError(f"no slide notebook slides/NAME.ipynb for NAME in {unknown}")
+    start = time.perf_counter()
+    OUT.mkdir(parents=True, exist_ok=True)
+    copy_assets(OUT)
+    workers = min(2, len(names))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        built = dict(zip(names, pool.map(build_deck, names)))
+    if pdf:
+        for name, printed in print_pdfs(names).items():
+            built[name].update(printed)
+    record_path = OUT / "build.json"
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    record.update(built)
+    record_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    for name, facts in built.items():
+        print(f"{name:38s} {facts}")
+    print(f"{len(names)} decks in {time.perf_counter() - start:.1f} s -> {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
