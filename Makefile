@@ -28,7 +28,7 @@ NBVAL_ALL := $(NBVAL) -n 2 --dist loadfile
 PORT ?= 8000
 
 .PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
-        test-notebooks test-sources test-slow test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
+        test-notebooks test-sources test-slow test-fresh-site test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
         slides readers-edition dist release reopen \
         lm-checkpoint seq2seq-runs positions-sweep vit-sweep live-weights test-live-js
 
@@ -46,6 +46,7 @@ help:
 	@echo "make test-cpus  strict nbval again with other CPU code paths forced (NB=... for one)"
 	@echo "make test-slow  the tests marked slow (they check the test machinery; make check runs them)"
 	@echo "make test-sources  the book tests that read the sources, not the built site"
+	@echo "make test-fresh-site  build the site as a fresh clone does (no nbval cache) and weigh every page"
 	@echo "make site       the PDF, then the website linking it"
 	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
 	@echo "make slides     every chapter's slide deck: _build/html/slides/NAME.html and NAME.pdf"
@@ -211,7 +212,8 @@ BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.
   tests/test_live_browser_digits.py
 # The decks' browser test runs in `make slides`, which builds them.
 BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupyter.py \
-  --ignore=tests/test_pdf.py --ignore=tests/test_slides_browser.py $(addprefix --ignore=,$(BROWSER_TESTS))
+  --ignore=tests/test_pdf.py --ignore=tests/test_slides_browser.py --ignore=tests/test_fresh_site.py \
+  $(addprefix --ignore=,$(BROWSER_TESTS))
 # The book tests that read the sources, not the site (notebook hygiene, the
 # reader's edition, the locks, the tools): test-sources runs them beside nbval,
 # so that only the checks of the built site wait for the build. A new test
@@ -246,9 +248,23 @@ test-browser: $(STAMP) book
 # After `make test`, the rest two at a time: the browser suites spend much of
 # their time waiting on pages and kernels, so they share the cores with the
 # nbval and Colab-like runs. The website is built once, before either needs it.
-CHECK_PARTS := test-cpus test-browser test-jupyter colab pdf slides test-widgets-ipyw7 test-slow
+CHECK_PARTS := test-cpus test-browser test-jupyter colab pdf slides test-widgets-ipyw7 test-slow \
+  test-fresh-site
 check: test
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECK_PARTS)
+
+# The website as a fresh clone (and the Pages workflow) builds it: `make test`
+# files nbval's executed notebooks in the book's execution cache, which keep
+# no widget state, so its site cannot show what Jupyter Book's own execution
+# writes into a page. This build has its own output folder and an empty
+# execution cache of its own (_build/fresh/_build/.jupyter_cache); then every
+# page is weighed against the budget (tests/test_fresh_site.py).
+FRESH := _build/fresh
+test-fresh-site: $(STAMP) $(KERNEL_PROFILE)
+	rm -rf $(FRESH)
+	$(BUILD_BOOK) --path-output $(FRESH)
+	ATTNBOOK_FRESH_BUILD=$(CURDIR)/$(FRESH)/_build $(BIN)/python -m pytest -p no:cacheprovider -q \
+	  tests/test_fresh_site.py
 
 test-jupyter: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_jupyter.py tests/test_live_jupyter.py

@@ -11,11 +11,41 @@ import pytest
 from tools.site import BOOK, NOTEBOOKS, config, page_weight, parse, require_site
 
 PAGE_BUDGET = 1024 * 1024  # an interactive page, HTML and frames together
+# Saved ipywidgets models, which myst-nb writes into a page from its notebook's
+# metadata; the site loads no widget manager, so nothing would read them.
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
-def pages() -> list[Path]:
-    site = require_site()
+def pages(site: Path | None = None) -> list[Path]:
+    """Every HTML page of ``site`` (default: the built site, _build/html)."""
+    site = site or require_site()
     return sorted(p for p in site.rglob("*.html") if "_static" not in p.parts)
+
+
+def overweight(site: Path) -> list[str]:
+    """The pages of ``site`` heavier than the budget (HTML and its images), with their KiB."""
+    return [
+        f"{path.relative_to(site)}: {page_weight(path) / 1024:.0f} KiB"
+        for path in pages(site)
+        if page_weight(path) > PAGE_BUDGET
+    ]
+
+
+def with_widget_state(site: Path) -> list[str]:
+    """The pages of ``site`` that carry saved widget models."""
+    return [
+        str(path.relative_to(site))
+        for path in pages(site)
+        if WIDGET_STATE in path.read_text(encoding="utf-8")
+    ]
+
+
+def test_every_page_is_within_budget_and_carries_no_widget_state():
+    # This site is built from nbval's executed notebooks (make test);
+    # tests/test_fresh_site.py checks the site Jupyter Book executes itself.
+    site = require_site()
+    assert with_widget_state(site) == []
+    assert overweight(site) == []
 
 
 def is_external(url: str) -> bool:
@@ -157,15 +187,40 @@ def test_solutions_are_folded_code_and_output(notebook):
         assert toggle.select(".cell_input") and toggle.select(".cell_output")
 
 
-def load_pdf_link():
-    """book/_ext/pdf_link.py, the extension that links the printed book."""
+def load_extension(name: str):
+    """book/_ext/NAME.py, one of the book's local Sphinx extensions."""
     import importlib.util
 
-    path = Path(__file__).resolve().parent.parent / "book" / "_ext" / "pdf_link.py"
-    spec = importlib.util.spec_from_file_location("pdf_link", path)
+    path = Path(__file__).resolve().parent.parent / "book" / "_ext" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_pdf_link():
+    """book/_ext/pdf_link.py, the extension that links the printed book."""
+    return load_extension("pdf_link")
+
+
+def test_saved_widget_state_is_dropped_from_every_page():
+    """book/_ext/offline_site.py drops the widget-state script that myst-nb adds
+    to a page whose notebook kept widget models, and only that script."""
+    from sphinx.builders.html._assets import _JavaScript
+
+    offline_site = load_extension("offline_site")
+    kept = [
+        _JavaScript("_static/documentation_options.js"),
+        "_static/doctools.js",  # the old form of an entry: a plain string
+        _JavaScript(None, type="application/json", body="{}"),
+    ]
+    state = _JavaScript(None, type=WIDGET_STATE, body='{"state": {"m": {}}}')
+    context = {"script_files": [kept[0], state, kept[1], kept[2]]}
+    offline_site._drop_widget_state(None, "book/x", "page.html", context, None)
+    assert context["script_files"] == kept
+    empty = {"script_files": []}
+    offline_site._drop_widget_state(None, "search", "search.html", empty, None)
+    assert empty == {"script_files": []}
 
 
 def test_pdf_link_is_offered_only_for_a_printed_book_and_only_on_the_html_site(tmp_path):

@@ -30,7 +30,8 @@ background and encodes the canvas as PNG. The same bytes serve three modes:
   description) and a few lines of inline JavaScript. No kernel, server or
   network is needed, and without JavaScript the default frame and its caption
   still show. The PDF (``tools/print_book.py``) prints each small multiple
-  with that caption under it.
+  with that caption under it. The explorer's controls still exist in Python
+  but open no comm (:mod:`._unseen`), so no widget state reaches the page.
 * **nbval**: the text a cell stores (``text/plain``) is the explorer's repr,
   the same on every run; nbval skips the widget view and PNGs, so explorer
   cells pass strict nbval without being ignored.
@@ -91,7 +92,6 @@ import html
 import io
 import itertools
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -107,18 +107,15 @@ from ._drawing import bars as bars
 from ._drawing import set_bar_heights as set_bar_heights
 from ._drawing import text_with_tail as text_with_tail
 from ._static import _control_html, _data_url, _layer
+from ._unseen import STATIC_ENV as STATIC_ENV
+from ._unseen import static_mode as static_mode
+from ._unseen import unseen_widgets
 
-STATIC_ENV = "ATTNBOOK_STATIC"
 # Output metadata key on an explorer's static fragment (see _repr_mimebundle_).
 STATIC_MARKER = "attnbook_explorer"
 DPI = 80
 # ipywidgets 8 has Stack, so the browser can swap frames itself; 7.7 has not.
 CLIENT_SWAP = hasattr(ipywidgets, "Stack")
-
-
-def static_mode() -> bool:
-    """True while the book build asks for static HTML (``ATTNBOOK_STATIC=1``)."""
-    return os.environ.get(STATIC_ENV, "") == "1"
 
 
 def encode_png(rgb: np.ndarray, compress_level: int = 1) -> bytes:
@@ -219,37 +216,41 @@ def range_control(
     integer: bool = False,
     attr: str = "slider",
 ) -> Control:
-    """A slider over ``stops`` (an ``IntSlider`` for consecutive integers)."""
+    """A slider over ``stops`` (an ``IntSlider`` for consecutive integers).
+
+    In static mode its models open no comm (:func:`unseen_widgets`)."""
     stops, labels = list(stops), list(labels)
-    if integer:
-        widget = ipywidgets.IntSlider(
-            value=int(value),
-            min=stops[0],
-            max=stops[-1],
-            step=1,
-            description=description,
-            continuous_update=True,
-            **_look("480px"),
-        )
-    else:
-        widget = ipywidgets.SelectionSlider(
-            options=list(zip(labels, stops)),
-            value=value,
-            description=description,
-            continuous_update=True,
-            **_look("480px"),
-        )
+    with unseen_widgets():
+        if integer:
+            widget = ipywidgets.IntSlider(
+                value=int(value),
+                min=stops[0],
+                max=stops[-1],
+                step=1,
+                description=description,
+                continuous_update=True,
+                **_look("480px"),
+            )
+        else:
+            widget = ipywidgets.SelectionSlider(
+                options=list(zip(labels, stops)),
+                value=value,
+                description=description,
+                continuous_update=True,
+                **_look("480px"),
+            )
     return Control(widget, stops, labels, description, "range", attr)
 
 
 def menu_control(
     description: str, stops: Sequence, labels: Sequence[str], value, *, attr: str = "menu"
 ) -> Control:
-    """A dropdown menu over ``stops``."""
+    """A dropdown menu over ``stops`` (no comm in static mode: :func:`unseen_widgets`)."""
     stops, labels = list(stops), list(labels)
-    widget = ipywidgets.Dropdown(
-        options=list(zip(labels, stops)), value=value, description=description, **_look("260px")
-    )
+    with unseen_widgets():
+        widget = ipywidgets.Dropdown(
+            options=list(zip(labels, stops)), value=value, description=description, **_look("260px")
+        )
     return Control(widget, stops, labels, description, "menu", attr)
 
 
@@ -293,9 +294,10 @@ class Explorer:
         # to the cell's width (JupyterLab), which blurs it. One Layout serves
         # every image.
         width, height = renderer.canvas.get_width_height()
-        self._layout = ipywidgets.Layout(
-            width=f"{width}px", height=f"{height}px", max_width="none", align_self="flex-start"
-        )
+        with unseen_widgets():  # static mode: the page never shows it
+            self._layout = ipywidgets.Layout(
+                width=f"{width}px", height=f"{height}px", max_width="none", align_self="flex-start"
+            )
         self._images: dict = {}  # state -> Image, one per state (ipywidgets 8)
         self._captions: dict = {}  # state -> HTML caption, one per state (ipywidgets 8)
         self._links: list = []

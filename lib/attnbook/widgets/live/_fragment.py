@@ -24,7 +24,8 @@ name and state (sha1), holding
 :class:`LiveDisplay` gives an explorer (an ``anywidget.AnyWidget``)
 ``to_html``, ``_repr_mimebundle_`` and ``_ipython_display_`` from what it
 supplies: ``_module`` (its ``.js`` name), ``_page_state`` (the traitlets the
-page starts from), ``summary()``, ``png()`` and ``_drawable()``.
+page starts from), ``summary()``, ``png()`` and ``_drawable()``. In static mode
+its model opens no comm (:meth:`LiveDisplay.open`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import html
 import json
 
 from .._core import STATIC_MARKER, static_mode
+from .._unseen import unseen_widgets
 from ._source import script_source
 
 STYLE = (
@@ -91,6 +93,18 @@ class LiveDisplay:
                 value = base64.b64encode(value).decode("ascii")
             state[name] = value
         return state
+
+    def open(self) -> None:
+        """Open the widget's comm, one that sends nothing in static mode.
+
+        ipywidgets calls this once, from the constructor; on the website the
+        explorer shows its static fragment, and its model (weights included,
+        chapter 13's about 293 KiB each) would otherwise be filed as widget
+        state in the executed notebook and written into the page
+        (:mod:`attnbook.widgets._unseen`).
+        """
+        with unseen_widgets():
+            super().open()
 
     def _drawable(self) -> bool:
         return True
