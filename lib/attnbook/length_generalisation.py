@@ -168,6 +168,8 @@ class PositionAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (batch, n, num_hiddens) -> (batch, n, num_hiddens)."""
+        weight = self.W_q.weight  # (num_hiddens, num_hiddens)
+        _validate.model_input("x", x, ndim=3, dtype=weight.dtype, width=weight.shape[1])
         b, n, D = x.shape
         split = lambda t: t.reshape(b, n, self.num_heads, self.head_size).transpose(1, 2)  # noqa: E731
         q, k, v = split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x))  # (b, h, n, p)
@@ -249,6 +251,7 @@ class PositionModel(nn.Module):
         if tokens.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"tokens must hold integer ids, got dtype {tokens.dtype}")
         _validate.ids("tokens", tokens, upper=self.vocab)
+        _validate.some_positions("tokens", tokens)
         n = tokens.shape[1]
         if self.scheme == "learned" and n > self.max_len:
             raise ValueError(f"a learned table has max_len={self.max_len} rows, got {n} positions")
