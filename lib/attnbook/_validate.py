@@ -291,18 +291,19 @@ def model_input(
             f"{name} must have the model's dtype {dtype}, got {value.dtype} "
             f"(convert the input with .to({dtype}) or the model with .to({value.dtype}))"
         )
-    shape = tuple(value.shape)
-    if not shape:
+    if ndim is None and value.dim() == 0:
         raise ValueError(f"{name} must have at least one axis, got a 0-d tensor")
-    if width is not None and shape[-1] != width:
+    if width is not None and value.shape[-1] != width:
         wanted = f"{width_name}={width}" if width_name else f"{width}"
-        raise ValueError(f"{name} must have {wanted} features, got shape {shape}")
-    first = len(shape) - 1 if batch_axes is None else batch_axes
-    if 0 in shape[first:]:
-        raise ValueError(
-            f"{name} must not have an empty axis after the batch (no positions, keys or "
-            f"features), got shape {shape}"
-        )
+        raise ValueError(f"{name} must have {wanted} features, got shape {tuple(value.shape)}")
+    if value.numel() == 0:  # only then look at each axis (this runs on every forward)
+        shape = tuple(value.shape)
+        first = len(shape) - 1 if batch_axes is None else batch_axes
+        if 0 in shape[first:]:
+            raise ValueError(
+                f"{name} must not have an empty axis after the batch (no positions, keys or "
+                f"features), got shape {shape}"
+            )
     return value
 
 
@@ -336,3 +337,21 @@ def model_images(model: torch.nn.Module, name: str, images: torch.Tensor) -> Non
             f"{name} must have the model's dtype {dtype}, got {images.dtype} "
             f"(convert the images with .to({dtype}) or the model with .to({images.dtype}))"
         )
+
+
+def tokens_fit(name: str, tokens: torch.Tensor, *, vocab: int, max_len: int | None) -> None:
+    """Check a function's batch of (batch, n) token ids against the model it is given:
+    ids below the model's ``vocab`` and n at most its ``max_len`` (None: any n)."""
+    n = tokens.shape[-1]
+    if max_len is not None and n > max_len:
+        raise ValueError(
+            f"model sees at most max_len={max_len} positions, got {name} of {n} positions "
+            "(a model of another shape?)"
+        )
+    if tokens.numel() and tokens.device.type != "meta":
+        top = int(tokens.max())  # one scan per call of a function, not per forward
+        if top >= vocab:
+            raise ValueError(
+                f"model has a vocabulary of {vocab} tokens (ids 0 to {vocab - 1}), got {name} "
+                f"holding the id {top} (a model of another shape?)"
+            )

@@ -303,6 +303,10 @@ def _task(task: object) -> str:
 def task_accuracy(model: PositionModel, batch: TaskBatch) -> float:
     """Fraction of the scored positions whose largest logit is the answer."""
     _check_model(model)
+    if not isinstance(batch, TaskBatch):
+        raise TypeError(f"batch must be a TaskBatch, got {type(batch).__name__}")
+    max_len = model.max_len if model.scheme == "learned" else None
+    _validate.tokens_fit("batch.tokens", batch.tokens, vocab=model.vocab, max_len=max_len)
     batch = _validate.batch_to(batch, _validate.device_of(model))
     with torch.no_grad():
         logits = model(batch.tokens)  # (batch, n, vocab)

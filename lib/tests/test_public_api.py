@@ -86,6 +86,15 @@ def _induction_model():
     )
 
 
+def _induction_model8():
+    """An induction model for 8 tokens (the cases' batches use 16)."""
+    from attnbook import induction
+
+    return induction.AttentionOnlyTransformer(
+        vocab=8, num_hiddens=8, num_heads=2, num_layers=2, max_len=12
+    )
+
+
 def _repeat_batch():
     from attnbook import induction
 
@@ -368,7 +377,8 @@ def _cases() -> dict[str, Case]:
         call=_forward(_induction_model),
     )
     c["induction.copy_accuracy"] = Case(
-        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "ablate": None}
+        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "ablate": None},
+        other={"model": _induction_model8},
     )
     c["induction.previous_token_score"] = Case(
         lambda: {"weights": torch.softmax(_rand(2, 2, 5, 5), -1)},
@@ -393,7 +403,8 @@ def _cases() -> dict[str, Case]:
         accepts={"weights": {"axes-"}},
     )
     c["induction.head_scores"] = Case(
-        lambda: {"model": _induction_model(), "batch": _repeat_batch()}
+        lambda: {"model": _induction_model(), "batch": _repeat_batch()},
+        other={"model": _induction_model8},
     )
     c["induction.qk_circuit"] = Case(
         lambda: {
@@ -403,6 +414,9 @@ def _cases() -> dict[str, Case]:
             "queries": _rand(3, 8),
             "keys": _rand(4, 8),
         },
+        typed={"queries", "keys"},
+        width={"queries", "keys"},
+        nonempty={"queries": (1,), "keys": (1,)},
         accepts={"queries": {"axes-"}, "keys": {"axes-"}},
     )
     c["induction.head_output"] = Case(
@@ -425,7 +439,8 @@ def _cases() -> dict[str, Case]:
         skip={"seed", "task"},
     )
     c["induction.ablation_table"] = Case(
-        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "heads": [(0, 1)]}
+        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "heads": [(0, 1)]},
+        other={"model": _induction_model8},
     )
     c["flash.online_softmax"] = Case(
         lambda: {"X": _rand(2, 6), "block_size": 4}, accepts={"X": {"axes+", "axes-"}}
@@ -732,7 +747,12 @@ def _cases() -> dict[str, Case]:
         call=_forward(_position_model),
     )
     c["length_generalisation.task_accuracy"] = Case(
-        lambda: {"model": _position_model(), "batch": lg.make_copy_batch(2, 4, vocab=16)}
+        lambda: {"model": _position_model(), "batch": lg.make_copy_batch(2, 4, vocab=16)},
+        other={
+            "model": lambda: length_generalisation.PositionModel(
+                "rope", vocab=8, num_hiddens=8, num_heads=2, num_layers=1
+            )
+        },
     )
     c["length_generalisation.evaluate"] = Case(
         lambda: {"model": _position_model(), "lengths": (4,), "task": "copy", "size": 2},
@@ -993,7 +1013,8 @@ def _cases() -> dict[str, Case]:
         lambda: {"similarity": _rand(3, 3, 3, 3), "distance": "city block"}, nan={"similarity"}
     )
     c["composition.path_ablation_accuracy"] = Case(
-        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "paths": ("queries",)}
+        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "paths": ("queries",)},
+        other={"model": _induction_model8},
     )
     c["seq2seq.rewrite"] = Case(
         lambda: {"model": _gru(), "texts": ["03/02/01"], "start_from": None}
