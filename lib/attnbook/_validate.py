@@ -264,3 +264,94 @@ def batch_to(batch, device: torch.device):
         if isinstance(getattr(batch, f.name), torch.Tensor)
     }
     return dataclasses.replace(batch, **changes)
+
+
+def model_input(
+    name: str,
+    value: object,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    dtype: torch.dtype | None = None,
+    width: int | None = None,
+    width_name: str | None = None,
+    batch_axes: int | None = 1,
+) -> torch.Tensor:
+    """Check a floating input of a model from its metadata alone (no scan of the values).
+
+    ``value`` must be a floating tensor with ``ndim`` axes, of ``dtype`` (the
+    model's parameters'; None: any floating dtype), with ``width`` features in
+    its last axis (reported as ``width_name=width`` when named), and with no
+    empty axis after the first ``batch_axes`` (None: only the last axis may not
+    be empty): no positions, no keys or no features leave nothing to attend
+    to, and would give NaN or an empty result instead of an error.
+    """
+    value = tensor(name, value, ndim=ndim, floating=True)
+    if dtype is not None and value.dtype != dtype:
+        raise TypeError(
+            f"{name} must have the model's dtype {dtype}, got {value.dtype} "
+            f"(convert the input with .to({dtype}) or the model with .to({value.dtype}))"
+        )
+    if ndim is None and value.dim() == 0:
+        raise ValueError(f"{name} must have at least one axis, got a 0-d tensor")
+    if width is not None and value.shape[-1] != width:
+        wanted = f"{width_name}={width}" if width_name else f"{width}"
+        raise ValueError(f"{name} must have {wanted} features, got shape {tuple(value.shape)}")
+    if value.numel() == 0:  # only then look at each axis (this runs on every forward)
+        shape = tuple(value.shape)
+        first = len(shape) - 1 if batch_axes is None else batch_axes
+        if 0 in shape[first:]:
+            raise ValueError(
+                f"{name} must not have an empty axis after the batch (no positions, keys or "
+                f"features), got shape {shape}"
+            )
+    return value
+
+
+def some_positions(name: str, value: torch.Tensor) -> torch.Tensor:
+    """Refuse (batch, n) token ids with n = 0: a model has nothing to predict from."""
+    if value.dim() >= 2 and value.shape[1] == 0:
+        raise ValueError(f"{name} must hold at least one position, got shape {tuple(value.shape)}")
+    return value
+
+
+def param_dtype(model: torch.nn.Module) -> torch.dtype | None:
+    """The dtype of a model's first parameter (None for a model without any)."""
+    for parameter in model.parameters():
+        return parameter.dtype
+    return None
+
+
+def model_images(model: torch.nn.Module, name: str, images: torch.Tensor) -> None:
+    """Check 4-D images against a classifier: its parameters' dtype, and for a model
+    that names its ``channels`` and ``image_size`` (a TinyViT), their shape."""
+    channels, size = getattr(model, "channels", None), getattr(model, "image_size", None)
+    sized = isinstance(channels, int) and isinstance(size, int)
+    if sized and tuple(images.shape[1:]) != (channels, size, size):
+        raise ValueError(
+            f"model takes images of shape (batch, {channels}, {size}, {size}), "
+            f"got {name} of shape {tuple(images.shape)}"
+        )
+    dtype = param_dtype(model)
+    if dtype is not None and images.dtype != dtype:
+        raise TypeError(
+            f"{name} must have the model's dtype {dtype}, got {images.dtype} "
+            f"(convert the images with .to({dtype}) or the model with .to({images.dtype}))"
+        )
+
+
+def tokens_fit(name: str, tokens: torch.Tensor, *, vocab: int, max_len: int | None) -> None:
+    """Check a function's batch of (batch, n) token ids against the model it is given:
+    ids below the model's ``vocab`` and n at most its ``max_len`` (None: any n)."""
+    n = tokens.shape[-1]
+    if max_len is not None and n > max_len:
+        raise ValueError(
+            f"model sees at most max_len={max_len} positions, got {name} of {n} positions "
+            "(a model of another shape?)"
+        )
+    if tokens.numel() and tokens.device.type != "meta":
+        top = int(tokens.max())  # one scan per call of a function, not per forward
+        if top >= vocab:
+            raise ValueError(
+                f"model has a vocabulary of {vocab} tokens (ids 0 to {vocab - 1}), got {name} "
+                f"holding the id {top} (a model of another shape?)"
+            )

@@ -57,6 +57,7 @@ def path_ablation_accuracy(
         raise ValueError(f"model must have num_layers=2, got num_layers={model.num_layers}")
     if not isinstance(batch, RepeatBatch):
         raise TypeError(f"batch must be a RepeatBatch, got {type(batch).__name__}")
+    _validate.tokens_fit("batch.tokens", batch.tokens, vocab=model.vocab, max_len=model.max_len)
     if isinstance(paths, str) or not isinstance(paths, (tuple, list)):
         raise TypeError(f"paths must be a tuple or list of names from {PATHS}, got {paths!r}")
     unknown = [p for p in paths if p not in PATHS]

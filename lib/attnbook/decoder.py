@@ -120,16 +120,15 @@ class TransformerDecoderLayer(nn.Module):
         masks the self-attention as ``tgt_mask`` from
         ``nn.Transformer.generate_square_subsequent_mask`` does.
         """
-        _validate.tensor("X", X, ndim=3, floating=True)
-        _validate.tensor("memory", memory, ndim=3, floating=True)
+        for name, value in (("X", X), ("memory", memory)):  # (b, m, D) and (b, n, D)
+            _validate.model_input(
+                name, value, ndim=3, dtype=self.norm1.weight.dtype, width=self.num_hiddens,
+                width_name="num_hiddens",
+            )  # fmt: skip
         if not isinstance(causal, bool):
             raise TypeError(f"causal must be True or False, got {causal!r}")
-        for name, value in (("X", X), ("memory", memory)):
-            if value.shape[-1] != self.num_hiddens:
-                raise ValueError(
-                    f"{name} must have num_hiddens={self.num_hiddens} features, "
-                    f"got shape {tuple(value.shape)}"
-                )
+        if X.shape[0] == 0:  # as TransformerSeq2Seq.encode: the causal lengths need a batch
+            raise ValueError(f"X must hold at least one sequence, got shape {tuple(X.shape)}")
         if memory.shape[0] != X.shape[0]:
             raise ValueError(
                 f"X and memory must have the same batch size, got shapes {tuple(X.shape)} "
@@ -318,6 +317,7 @@ class TransformerSeq2Seq(nn.Module):
         _validate.ids(
             "decoder_input", decoder_input, ndim=2, upper=self.target_embedding.num_embeddings
         )
+        _validate.some_positions("decoder_input", decoder_input)
         if decoder_input.shape[0] != memory.shape[0]:
             raise ValueError(
                 f"decoder_input must have {memory.shape[0]} rows like source, "

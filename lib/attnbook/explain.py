@@ -185,6 +185,7 @@ def occlusion_scores(
     """
     _validate.module("model", model, nn.Module)
     _check_batch(images, labels)
+    _validate.model_images(model, "images", images)
     _check_labels(model, labels)
     b, C, H, W = images.shape
     patches = patchify(images, patch_size)  # (b, P, C p p)
@@ -221,6 +222,7 @@ def deletion_curve(
     """
     _validate.module("model", model, nn.Module)
     _check_batch(images, labels)
+    _validate.model_images(model, "images", images)
     _check_labels(model, labels)
     patches = patchify(images, patch_size)  # (b, P, C p p)
     b, P = patches.shape[:2]
@@ -339,6 +341,7 @@ def explanation_scores(
     """
     _validate.module("model", model, nn.Module)
     _check_batch(images, labels)
+    _validate.model_images(model, "images", images)
     _check_labels(model, labels)
     with _validate.eval_mode(model):
         model(images)

@@ -44,6 +44,7 @@ def copy_accuracy(
         raise TypeError(f"model must be an AttentionOnlyTransformer, got {type(model).__name__}")
     if not isinstance(batch, RepeatBatch):
         raise TypeError(f"batch must be a RepeatBatch, got {type(batch).__name__}")
+    _validate.tokens_fit("batch.tokens", batch.tokens, vocab=model.vocab, max_len=model.max_len)
     with torch.no_grad():
         logits = model(batch.tokens, ablate=ablate)  # (batch, n, vocab)
     positions = batch.copy_positions()  # (batch, segment - 1)
@@ -153,6 +154,9 @@ def head_scores(model: AttentionOnlyTransformer, batch: RepeatBatch) -> dict[str
     """Both scores for every head: ``{"previous": (layers, heads), "induction": ...}``."""
     if not isinstance(model, AttentionOnlyTransformer):
         raise TypeError(f"model must be an AttentionOnlyTransformer, got {type(model).__name__}")
+    if not isinstance(batch, RepeatBatch):
+        raise TypeError(f"batch must be a RepeatBatch, got {type(batch).__name__}")
+    _validate.tokens_fit("batch.tokens", batch.tokens, vocab=model.vocab, max_len=model.max_len)
     with torch.no_grad():
         model(batch.tokens)
     weights = model.attention_weights
@@ -197,8 +201,9 @@ def qk_circuit(
     """
     h = _head(model, layer, head)
     attn = model.layers[layer]
-    queries = _validate.tensor("queries", queries, ndim=2, floating=True)
-    keys = _validate.tensor("keys", keys, ndim=2, floating=True)
+    dtype, width = attn.W_q.weight.dtype, model.num_hiddens
+    queries = _validate.model_input("queries", queries, ndim=2, dtype=dtype, width=width)
+    keys = _validate.model_input("keys", keys, ndim=2, dtype=dtype, width=width)
     with torch.no_grad():
         q = queries @ attn.W_q.weight[h].T  # (m, head_size)
         k = keys @ attn.W_k.weight[h].T  # (n, head_size)

@@ -63,6 +63,10 @@ class CausalAttentionLayer(nn.Module):
         output before ``W_o`` (0 switches a head off). The weights, (batch,
         heads, queries, keys), are kept in ``self.attention_weights``.
         """
+        _validate.model_input(
+            "x", x, ndim=3, dtype=self.W_q.weight.dtype, width=self.num_hiddens,
+            width_name="num_hiddens",
+        )  # fmt: skip
         b, n, _ = x.shape
         q, k, v = self._split(self.W_q(x)), self._split(self.W_k(x)), self._split(self.W_v(x))
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_size)  # (b, heads, n, n)
@@ -158,6 +162,7 @@ class AttentionOnlyTransformer(nn.Module):
         tokens = _validate.tensor("tokens", tokens, ndim=2)
         if tokens.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"tokens must hold integer ids, got dtype {tokens.dtype}")
+        _validate.some_positions("tokens", tokens)
         n = tokens.shape[1]
         if n > self.max_len:
             raise ValueError(f"tokens may have at most max_len={self.max_len} positions, got {n}")

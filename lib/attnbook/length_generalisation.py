@@ -168,6 +168,8 @@ class PositionAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (batch, n, num_hiddens) -> (batch, n, num_hiddens)."""
+        weight = self.W_q.weight  # (num_hiddens, num_hiddens)
+        _validate.model_input("x", x, ndim=3, dtype=weight.dtype, width=weight.shape[1])
         b, n, D = x.shape
         split = lambda t: t.reshape(b, n, self.num_heads, self.head_size).transpose(1, 2)  # noqa: E731
         q, k, v = split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x))  # (b, h, n, p)
@@ -249,6 +251,7 @@ class PositionModel(nn.Module):
         if tokens.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"tokens must hold integer ids, got dtype {tokens.dtype}")
         _validate.ids("tokens", tokens, upper=self.vocab)
+        _validate.some_positions("tokens", tokens)
         n = tokens.shape[1]
         if self.scheme == "learned" and n > self.max_len:
             raise ValueError(f"a learned table has max_len={self.max_len} rows, got {n} positions")
@@ -300,6 +303,10 @@ def _task(task: object) -> str:
 def task_accuracy(model: PositionModel, batch: TaskBatch) -> float:
     """Fraction of the scored positions whose largest logit is the answer."""
     _check_model(model)
+    if not isinstance(batch, TaskBatch):
+        raise TypeError(f"batch must be a TaskBatch, got {type(batch).__name__}")
+    max_len = model.max_len if model.scheme == "learned" else None
+    _validate.tokens_fit("batch.tokens", batch.tokens, vocab=model.vocab, max_len=max_len)
     batch = _validate.batch_to(batch, _validate.device_of(model))
     with torch.no_grad():
         logits = model(batch.tokens)  # (batch, n, vocab)

@@ -179,9 +179,9 @@ class LinearSelfAttention(nn.Module):
         return X.reshape(b * self.num_heads, n, d // self.num_heads)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        X = _validate.tensor("X", X, ndim=3, floating=True)
-        if X.shape[-1] != self.num_hiddens:
-            raise ValueError(f"X must have {self.num_hiddens} features, got shape {tuple(X.shape)}")
+        X = _validate.model_input(
+            "X", X, ndim=3, dtype=self.W_q.weight.dtype, width=self.num_hiddens
+        )  # (b, n, D), n >= 1
         b, n, D = X.shape
         q, k, v = (self._split(W(X)) for W in (self.W_q, self.W_k, self.W_v))
         if self.recurrent:

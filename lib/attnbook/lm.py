@@ -139,6 +139,8 @@ class CausalSelfAttention(nn.Module):
 
         Returns (output (batch, new, num_hiddens), (keys, values) of all t + new tokens).
         """
+        weight = self.W_q.weight  # (num_hiddens, num_hiddens)
+        _validate.model_input("X", X, ndim=3, dtype=weight.dtype, width=weight.shape[1])
         batch, new, hiddens = X.shape
         Q = self._heads(self.W_q(X))  # (batch, heads, new, head_dim)
         K = self._heads(self.W_k(X))
@@ -175,6 +177,9 @@ class DecoderBlock(nn.Module):
         )
 
     def forward(self, X: torch.Tensor, past: tuple | None = None) -> tuple:
+        """X (batch, new, num_hiddens) -> (the same shape, the attention's present)."""
+        weight = self.norm1.weight  # (num_hiddens,)
+        _validate.model_input("X", X, ndim=3, dtype=weight.dtype, width=weight.shape[0])
         attended, present = self.attention(self.norm1(X), past)
         X = X + attended
         return X + self.ffn(self.norm2(X)), present

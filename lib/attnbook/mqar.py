@@ -178,6 +178,9 @@ class CausalSoftmaxAttention(nn.Module):
         self.attention = MultiHeadAttention(num_hiddens, num_heads)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """X (batch, n, num_hiddens) -> (batch, n, num_hiddens), each position seeing 0..i."""
+        weight = self.attention.W_q.weight  # (num_hiddens, num_hiddens)
+        _validate.model_input("X", X, ndim=3, dtype=weight.dtype, width=weight.shape[1])
         b, n, _ = X.shape
         lens = torch.arange(1, n + 1, device=X.device).expand(b, n)  # (b, n)
         return self.attention(X, X, X, lens)
@@ -210,6 +213,9 @@ class PreLNBlock(nn.Module):
             self.norm2 = self.ffn = None
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """X (batch, n, num_hiddens) -> (batch, n, num_hiddens)."""
+        weight = self.norm1.weight  # (num_hiddens,)
+        _validate.model_input("X", X, ndim=3, dtype=weight.dtype, width=weight.shape[0])
         X = X + self.attention(self.norm1(X))
         if self.ffn is None:
             return X
@@ -288,6 +294,7 @@ class RecallLM(nn.Module):
         if tokens.is_floating_point() or tokens.dtype == torch.bool:
             raise TypeError(f"tokens must hold integers, got dtype {tokens.dtype}")
         _validate.ids("tokens", tokens, upper=self.embedding.num_embeddings)
+        _validate.some_positions("tokens", tokens)
         n = tokens.shape[1]
         if n > self.max_len:
             raise ValueError(f"tokens must have at most max_len={self.max_len} positions, got {n}")

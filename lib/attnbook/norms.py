@@ -123,12 +123,10 @@ class LayerNorm(nn.Module):
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """X (..., num_hiddens) -> (..., num_hiddens)."""
-        _validate.tensor("X", X, floating=True)
-        if X.dim() < 1 or X.shape[-1] != self.num_hiddens:
-            raise ValueError(
-                f"X must have num_hiddens={self.num_hiddens} features in its last axis, "
-                f"got shape {tuple(X.shape)}"
-            )
+        _validate.model_input(
+            "X", X, dtype=self.weight.dtype, width=self.num_hiddens, width_name="num_hiddens",
+            batch_axes=None,
+        )  # fmt: skip
         return layer_norm(X, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -146,12 +144,10 @@ class RMSNorm(nn.Module):
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """X (..., num_hiddens) -> (..., num_hiddens)."""
-        _validate.tensor("X", X, floating=True)
-        if X.dim() < 1 or X.shape[-1] != self.num_hiddens:
-            raise ValueError(
-                f"X must have num_hiddens={self.num_hiddens} features in its last axis, "
-                f"got shape {tuple(X.shape)}"
-            )
+        _validate.model_input(
+            "X", X, dtype=self.weight.dtype, width=self.num_hiddens, width_name="num_hiddens",
+            batch_axes=None,
+        )  # fmt: skip
         return rms_norm(X, self.weight, self.eps)
 
     def extra_repr(self) -> str:

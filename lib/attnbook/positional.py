@@ -65,12 +65,9 @@ class PositionalEncoding(nn.Module):
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """X (batch, steps, num_hiddens) -> (batch, steps, num_hiddens)."""
-        X = _validate.tensor("X", X, ndim=3, floating=True)
-        _, steps, features = X.shape
-        if features != self.num_hiddens:
-            raise ValueError(
-                f"X must have num_hiddens={self.num_hiddens} features, got shape {tuple(X.shape)}"
-            )
+        # any floating dtype: the table is cast to X's
+        X = _validate.model_input("X", X, ndim=3, width=self.num_hiddens, width_name="num_hiddens")
+        _, steps, _ = X.shape
         if steps > self.max_len:
             raise ValueError(
                 f"X has {steps} positions, more than max_len={self.max_len}; "

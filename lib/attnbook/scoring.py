@@ -24,9 +24,10 @@ __all__ = [
 
 
 def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
-    _validate.tensor("queries", queries, ndim=3, floating=True)
-    _validate.tensor("keys", keys, ndim=3, floating=True)
-    _validate.tensor("values", values, ndim=3, floating=True)
+    # 3-D and floating; no empty axis but the batch (no keys or features: NaN or nothing)
+    _validate.model_input("queries", queries, ndim=3)
+    _validate.model_input("keys", keys, ndim=3)
+    _validate.model_input("values", values, ndim=3)
     _validate.same_dtype(queries=queries, keys=keys, values=values)
     if not queries.shape[0] == keys.shape[0] == values.shape[0]:
         raise ValueError(

@@ -142,6 +142,32 @@ class AdditiveCrossAttention(nn.Module):
         return self.W_h(states)
 
     def forward(self, query, projected, states, lens):
+        dtype = self.W_s.weight.dtype
+        hiddens, query_size = self.W_s.weight.shape
+        query = _validate.model_input("query", query, ndim=2, dtype=dtype, width=query_size)
+        projected = _validate.model_input(
+            "projected", projected, ndim=3, dtype=dtype, width=hiddens
+        )
+        states = _validate.model_input(
+            "states", states, ndim=3, dtype=dtype, width=self.W_h.weight.shape[1]
+        )
+        if not query.shape[0] == projected.shape[0] == states.shape[0]:
+            raise ValueError(
+                "query, projected and states must have the same batch size, got shapes "
+                f"{tuple(query.shape)}, {tuple(projected.shape)} and {tuple(states.shape)}"
+            )
+        if projected.shape[1] != states.shape[1]:
+            raise ValueError(
+                "projected and states must hold the same number of source positions, got "
+                f"shapes {tuple(projected.shape)} and {tuple(states.shape)}"
+            )
+        # metadata only (a step of decoding); masked_softmax checks the lengths' values
+        lens = _validate.tensor("lens", lens, ndim=1)
+        if lens.shape != (states.shape[0],):
+            raise ValueError(
+                f"lens must have shape ({states.shape[0]},), one length per source, "
+                f"got shape {tuple(lens.shape)}"
+            )
         features = torch.tanh(self.W_s(query).unsqueeze(1) + projected)  # (b, n, A)
         scores = self.v(features).squeeze(-1)  # (b, n)
         weights = masked_softmax(scores.unsqueeze(1), lens).squeeze(1)  # (b, n)
@@ -238,6 +264,7 @@ class GRUSeq2Seq(nn.Module):
         decoder_input = _validate.ids(
             "decoder_input", decoder_input, ndim=2, upper=self.embedding.num_embeddings
         )
+        _validate.some_positions("decoder_input", decoder_input)
         if decoder_input.shape[0] != source.shape[0]:
             raise ValueError(
                 f"decoder_input must have {source.shape[0]} rows like source, "

@@ -61,6 +61,11 @@ class PositionWiseFFN(nn.Module):
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """X (..., num_hiddens) -> (..., num_hiddens)."""
+        weight = self.linear1.weight  # (ffn_hiddens, num_hiddens)
+        _validate.model_input(
+            "X", X, dtype=weight.dtype, width=weight.shape[1], width_name="num_hiddens",
+            batch_axes=None,
+        )  # fmt: skip
         return self.linear2(self.dropout(torch.relu(self.linear1(X))))
 
 
@@ -135,11 +140,10 @@ class TransformerBlock(nn.Module):
         padding, like a key padding mask) or (batch, n) (one length per query,
         e.g. a causal pattern); see :func:`attnbook.masking.masked_softmax`.
         """
-        _validate.tensor("X", X, ndim=3, floating=True)
-        if X.shape[-1] != self.num_hiddens:
-            raise ValueError(
-                f"X must have num_hiddens={self.num_hiddens} features, got shape {tuple(X.shape)}"
-            )
+        _validate.model_input(
+            "X", X, ndim=3, dtype=self.norm1.weight.dtype, width=self.num_hiddens,
+            width_name="num_hiddens",
+        )  # fmt: skip
         if self.norm_first:
             X = X + self._attend(self.norm1(X), valid_lens)  # (b, n, D)
             return X + self.dropout2(self.ffn(self.norm2(X)))

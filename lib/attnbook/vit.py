@@ -101,7 +101,7 @@ class TinyViT(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """images (batch, C, H, W) -> logits (batch, num_classes)."""
-        _validate.tensor("images", images, ndim=4, floating=True)
+        _validate.model_input("images", images, ndim=4, dtype=self.embed.weight.dtype)
         expected = (self.channels, self.image_size, self.image_size)
         if tuple(images.shape[1:]) != expected:
             raise ValueError(
@@ -187,6 +187,7 @@ def train_vit(
     """
     _validate.module("model", model, nn.Module)
     _validate.tensor("X", X, ndim=4, floating=True)
+    _validate.model_images(model, "X", X)
     _validate.tensor("y", y, ndim=1)
     if len(X) != len(y):
         raise ValueError(f"X and y must hold as many examples, got {len(X)} and {len(y)}")
@@ -231,6 +232,7 @@ def predict_proba(model: nn.Module, X: torch.Tensor, batch_size: int = 500) -> t
     """Class probabilities (n, classes) of images X (n, C, H, W), in eval mode."""
     _validate.module("model", model, nn.Module)
     _validate.tensor("X", X, ndim=4, floating=True)
+    _validate.model_images(model, "X", X)
     batch_size = _validate.positive_int("batch_size", batch_size)
     with _validate.eval_mode(model):
         if len(X) == 0:

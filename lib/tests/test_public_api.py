@@ -50,6 +50,14 @@ class Case:
     batch: set[str] = field(default_factory=set)
     # a method to call on the constructed object (for modules: "forward")
     call: tuple[Callable[[], object], str] | None = None
+    # floating tensor arguments whose dtype must be the model's parameters'
+    typed: set[str] = field(default_factory=set)
+    # floating tensor arguments whose last-axis width the model fixes
+    width: set[str] = field(default_factory=set)
+    # tensor arguments and their axes that must not be empty (no keys, no features)
+    nonempty: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # model arguments and a model of the same kind but another shape
+    other: dict[str, Callable[[], nn.Module]] = field(default_factory=dict)
 
 
 def _g(seed=0):
@@ -78,6 +86,15 @@ def _induction_model():
     )
 
 
+def _induction_model8():
+    """An induction model for 8 tokens (the cases' batches use 16)."""
+    from attnbook import induction
+
+    return induction.AttentionOnlyTransformer(
+        vocab=8, num_hiddens=8, num_heads=2, num_layers=2, max_len=12
+    )
+
+
 def _repeat_batch():
     from attnbook import induction
 
@@ -88,6 +105,24 @@ def _vit():
     from attnbook import vit
 
     return vit.build_vit(seed=0, num_hiddens=8, num_heads=2, ffn_hiddens=8, num_layers=1)
+
+
+def _additive():
+    """AdditiveAttention(4) after one call with queries of 4 and keys of 3 features."""
+    from attnbook import scoring
+
+    layer = scoring.AdditiveAttention(4)
+    layer(torch.zeros(1, 1, 4), torch.zeros(1, 1, 3), torch.zeros(1, 1, 2))
+    return layer
+
+
+def _vit16():
+    """A ViT for 16 x 16 images (the cases' images are 8 x 8)."""
+    from attnbook import vit
+
+    return vit.build_vit(
+        seed=0, image_size=16, num_hiddens=8, num_heads=2, ffn_hiddens=8, num_layers=1
+    )
 
 
 def _images(n=4):
@@ -147,11 +182,13 @@ def _cases() -> dict[str, Case]:
         dates,
         decoder,
         explain,
+        induction,
         length_generalisation,
         linear_attention,
         lm,
         mqar,
         multihead,
+        norms,
         pooling,
         positional,
         scoring,
@@ -173,13 +210,17 @@ def _cases() -> dict[str, Case]:
         lambda: {"X": _rand(2, 3), "valid_lens": torch.tensor([1, 2]), "value": 0.0},
         ids={"valid_lens": 4},
         batch={"X", "valid_lens"},
-        accepts={"X": {"axes+", "dtype"}, "valid_lens": {"axes+", "wrong type"}, "value": {"nan"}},
+        accepts={
+            "X": {"axes+", "dtype"},
+            "valid_lens": {"axes+", "wrong type", "float ids"},
+            "value": {"nan"},
+        },
     )
     c["masking.masked_softmax"] = Case(
         lambda: {"X": _rand(2, 2, 3), "valid_lens": torch.tensor([1, 2])},
         ids={"valid_lens": 4},
         batch={"X", "valid_lens"},
-        accepts={"X": {"axes+"}, "valid_lens": {"axes+", "wrong type"}},
+        accepts={"X": {"axes+"}, "valid_lens": {"axes+", "wrong type", "float ids"}},
     )
     c["multihead.MultiHeadAttention"] = Case(
         lambda: {"num_hiddens": 8, "num_heads": 2, "dropout": 0.0, "bias": False}
@@ -193,7 +234,10 @@ def _cases() -> dict[str, Case]:
         },
         ids={"valid_lens": 5},
         batch={"queries", "keys", "values", "valid_lens"},
-        accepts={"valid_lens": {"axes+", "wrong type"}},
+        accepts={"valid_lens": {"axes+", "wrong type", "float ids"}},
+        typed={"queries", "keys", "values"},
+        width={"queries", "keys", "values"},
+        nonempty={"queries": (1,), "keys": (1,), "values": (1,)},
         call=_forward(lambda: multihead.MultiHeadAttention(8, 2)),
     )
     c["positional.sinusoidal_encoding"] = Case(lambda: {"num_positions": 4, "num_hiddens": 6})
@@ -203,6 +247,8 @@ def _cases() -> dict[str, Case]:
     c["positional.PositionalEncoding.forward"] = Case(
         lambda: {"X": _rand(2, 3, 6)},
         batch={"X"},
+        width={"X"},
+        nonempty={"X": (1,)},
         call=_forward(lambda: positional.PositionalEncoding(6, max_len=10)),
     )
     c["recall.make_recall_batch"] = Case(
@@ -259,7 +305,8 @@ def _cases() -> dict[str, Case]:
         },
         ids={"valid_lens": 6},
         batch={"queries", "keys", "values", "valid_lens"},
-        accepts={"valid_lens": {"axes+", "wrong type"}},
+        accepts={"valid_lens": {"axes+", "wrong type", "float ids"}},
+        nonempty={"queries": (1, 2), "keys": (1, 2), "values": (1, 2)},
         call=_forward(lambda: scoring.DotProductAttention()),
     )
     c["scoring.AdditiveAttention"] = Case(lambda: {"num_hiddens": 4, "dropout": 0.0, "bias": False})
@@ -272,8 +319,11 @@ def _cases() -> dict[str, Case]:
         },
         ids={"valid_lens": 6},
         batch={"queries", "keys", "values", "valid_lens"},
-        accepts={"valid_lens": {"axes+", "wrong type"}},
-        call=_forward(lambda: scoring.AdditiveAttention(4)),
+        accepts={"valid_lens": {"axes+", "wrong type", "float ids"}},
+        typed={"queries", "keys", "values"},
+        width={"queries", "keys"},
+        nonempty={"queries": (1, 2), "keys": (1, 2), "values": (1, 2)},
+        call=_forward(_additive),  # called once: its lazy widths are fixed
     )
     c["training.RecallAttention"] = Case(
         lambda: {"d": 4, "d_v": 2, "num_heads": 1, "head_size": 4, "scaled": True, "seed": 0},
@@ -323,10 +373,12 @@ def _cases() -> dict[str, Case]:
         lambda: {"tokens": torch.tensor([[1, 2, 3], [4, 5, 6]])},
         ids={"tokens": 16},
         batch={"tokens"},
+        nonempty={"tokens": (1,)},
         call=_forward(_induction_model),
     )
     c["induction.copy_accuracy"] = Case(
-        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "ablate": None}
+        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "ablate": None},
+        other={"model": _induction_model8},
     )
     c["induction.previous_token_score"] = Case(
         lambda: {"weights": torch.softmax(_rand(2, 2, 5, 5), -1)},
@@ -351,7 +403,8 @@ def _cases() -> dict[str, Case]:
         accepts={"weights": {"axes-"}},
     )
     c["induction.head_scores"] = Case(
-        lambda: {"model": _induction_model(), "batch": _repeat_batch()}
+        lambda: {"model": _induction_model(), "batch": _repeat_batch()},
+        other={"model": _induction_model8},
     )
     c["induction.qk_circuit"] = Case(
         lambda: {
@@ -361,6 +414,9 @@ def _cases() -> dict[str, Case]:
             "queries": _rand(3, 8),
             "keys": _rand(4, 8),
         },
+        typed={"queries", "keys"},
+        width={"queries", "keys"},
+        nonempty={"queries": (1,), "keys": (1,)},
         accepts={"queries": {"axes-"}, "keys": {"axes-"}},
     )
     c["induction.head_output"] = Case(
@@ -383,7 +439,8 @@ def _cases() -> dict[str, Case]:
         skip={"seed", "task"},
     )
     c["induction.ablation_table"] = Case(
-        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "heads": [(0, 1)]}
+        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "heads": [(0, 1)]},
+        other={"model": _induction_model8},
     )
     c["flash.online_softmax"] = Case(
         lambda: {"X": _rand(2, 6), "block_size": 4}, accepts={"X": {"axes+", "axes-"}}
@@ -398,7 +455,7 @@ def _cases() -> dict[str, Case]:
         batch={"queries", "keys", "values", "valid_lens"},
         accepts={
             **{k: {"axes+"} for k in ("queries", "keys", "values")},
-            "valid_lens": {"axes+", "wrong type"},
+            "valid_lens": {"axes+", "wrong type", "float ids"},
         },
     )
     c["flash.flash_attention"] = Case(
@@ -412,7 +469,7 @@ def _cases() -> dict[str, Case]:
         batch={"queries", "keys", "values", "valid_lens"},
         accepts={
             **{k: {"axes+"} for k in ("queries", "keys", "values")},
-            "valid_lens": {"axes+", "wrong type"},
+            "valid_lens": {"axes+", "wrong type", "float ids"},
         },
     )
     c["flash.naive_attention_bytes"] = Case(
@@ -447,6 +504,9 @@ def _cases() -> dict[str, Case]:
     c["linear_attention.LinearSelfAttention.forward"] = Case(
         lambda: {"X": _rand(2, 3, 8)},
         batch={"X"},
+        typed={"X"},
+        width={"X"},
+        nonempty={"X": (1,)},
         call=_forward(lambda: linear_attention.LinearSelfAttention(8, 2)),
     )
     c["mqar.make_mqar_batch"] = Case(
@@ -485,6 +545,7 @@ def _cases() -> dict[str, Case]:
         lambda: {"tokens": torch.tensor([[1, 2, 3], [4, 5, 6]])},
         ids={"tokens": 32},
         batch={"tokens"},
+        nonempty={"tokens": (1,)},
         call=_forward(_recall_lm),
     )
     c["mqar.train_mqar"] = Case(
@@ -529,7 +590,10 @@ def _cases() -> dict[str, Case]:
         lambda: {"X": _rand(2, 3, 8), "valid_lens": torch.tensor([1, 3])},
         ids={"valid_lens": 4},
         batch={"X", "valid_lens"},
-        accepts={"valid_lens": {"axes+", "wrong type"}},
+        accepts={"valid_lens": {"axes+", "wrong type", "float ids"}},
+        typed={"X"},
+        width={"X"},
+        nonempty={"X": (1,)},
         call=_forward(lambda: transformer.TransformerBlock(8, 2, 16)),
     )
     c["transformer.gradient_norms_at_init"] = Case(
@@ -559,6 +623,7 @@ def _cases() -> dict[str, Case]:
         lambda: {"ids": torch.tensor([[1, 2, 3], [4, 5, 6]])},
         ids={"ids": 11},
         batch={"ids"},
+        nonempty={"ids": (1,)},
         call=_forward(_tiny_lm),
     )
     c["lm.CharTokenizer"] = Case(lambda: {"text": "abcab"})
@@ -678,10 +743,16 @@ def _cases() -> dict[str, Case]:
         lambda: {"tokens": torch.tensor([[1, 2, 3], [4, 5, 6]])},
         ids={"tokens": 16},
         batch={"tokens"},
+        nonempty={"tokens": (1,)},
         call=_forward(_position_model),
     )
     c["length_generalisation.task_accuracy"] = Case(
-        lambda: {"model": _position_model(), "batch": lg.make_copy_batch(2, 4, vocab=16)}
+        lambda: {"model": _position_model(), "batch": lg.make_copy_batch(2, 4, vocab=16)},
+        other={
+            "model": lambda: length_generalisation.PositionModel(
+                "rope", vocab=8, num_hiddens=8, num_heads=2, num_layers=1
+            )
+        },
     )
     c["length_generalisation.evaluate"] = Case(
         lambda: {"model": _position_model(), "lengths": (4,), "task": "copy", "size": 2},
@@ -730,7 +801,10 @@ def _cases() -> dict[str, Case]:
         }
     )
     c["vit.TinyViT.forward"] = Case(
-        lambda: {"images": _images()}, batch={"images"}, call=_forward(_vit)
+        lambda: {"images": _images()},
+        batch={"images"},
+        typed={"images"},
+        call=_forward(_vit),
     )
     c["vit.build_vit"] = Case(lambda: {"seed": 0}, skip={"seed"})
     c["vit.train_vit"] = Case(
@@ -746,16 +820,19 @@ def _cases() -> dict[str, Case]:
         },
         ids={"y": 10},
         skip={"seed"},
+        other={"model": _vit16},
         accepts={"model": {"wrong module"}},  # any classifier of images
     )
     c["vit.predict_proba"] = Case(
         lambda: {"model": _vit(), "X": _images(), "batch_size": 2},
         batch={"X"},
+        other={"model": _vit16},
         accepts={"model": {"wrong module"}},  # any classifier of images
     )
     c["vit.accuracy"] = Case(
         lambda: {"model": _vit(), "X": _images(), "y": _labels()},
         ids={"y": 10},
+        other={"model": _vit16},
         accepts={"model": {"wrong module"}},  # any classifier of images
     )
     c["explain.cls_attention"] = Case(
@@ -773,6 +850,7 @@ def _cases() -> dict[str, Case]:
             "fill": 0.0,
         },
         ids={"labels": 10},
+        other={"model": _vit16},
         accepts={"model": {"wrong module"}},  # any classifier of images
     )
     c["explain.ink_scores"] = Case(
@@ -783,6 +861,7 @@ def _cases() -> dict[str, Case]:
         lambda: {"model": _vit(), "images": _images(2), "labels": _labels(2), "seed": 0},
         ids={"labels": 10},
         skip={"seed"},
+        other={"model": _vit16},
         accepts={"model": {"wrong module"}},  # any classifier of images
     )
     c["explain.agreement"] = Case(
@@ -865,8 +944,9 @@ def _cases() -> dict[str, Case]:
             "decoder_input": torch.tensor([[1, 2], [3, 4]]),
         },
         ids={"source": 10, "decoder_input": 10, "source_lens": 4},
-        accepts={"source_lens": {"wrong type"}},
+        accepts={"source_lens": {"wrong type", "float ids"}},
         batch={"source", "source_lens", "decoder_input"},
+        nonempty={"source": (1,), "decoder_input": (1,)},
         call=_forward(
             lambda: seq2seq.GRUSeq2Seq(
                 10, 10, embed=4, enc_hiddens=4, dec_hiddens=8, attn_hiddens=4
@@ -880,8 +960,9 @@ def _cases() -> dict[str, Case]:
             "decoder_input": torch.tensor([[1, 2], [3, 4]]),
         },
         ids={"source": 10, "decoder_input": 10, "source_lens": 4},
-        accepts={"source_lens": {"wrong type"}},
+        accepts={"source_lens": {"wrong type", "float ids"}},
         batch={"source", "source_lens", "decoder_input"},
+        nonempty={"source": (1,), "decoder_input": (1,)},
         call=_forward(
             lambda: decoder.TransformerSeq2Seq(
                 10, 10, num_hiddens=8, num_heads=2, ffn_hiddens=16, max_len=12
@@ -915,6 +996,7 @@ def _cases() -> dict[str, Case]:
         },
         ids={"labels": 10},
         nan={"scores"},
+        other={"model": _vit16},
         accepts={"model": {"wrong module"}},  # any classifier of images
     )
     c["explain.deletion_area"] = Case(lambda: {"curve": _rand(2, 5)}, batch={"curve"})
@@ -931,7 +1013,8 @@ def _cases() -> dict[str, Case]:
         lambda: {"similarity": _rand(3, 3, 3, 3), "distance": "city block"}, nan={"similarity"}
     )
     c["composition.path_ablation_accuracy"] = Case(
-        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "paths": ("queries",)}
+        lambda: {"model": _induction_model(), "batch": _repeat_batch(), "paths": ("queries",)},
+        other={"model": _induction_model8},
     )
     c["seq2seq.rewrite"] = Case(
         lambda: {"model": _gru(), "texts": ["03/02/01"], "start_from": None}
@@ -949,6 +1032,106 @@ def _cases() -> dict[str, Case]:
         accepts={"keys": {"axes+"}, "values": {"axes+"}},
         batch={"queries"},
         call=_forward(pooling.NWKernelRegression),
+    )
+    # --- the forward of every public module not covered above
+    stream = {"typed": {"X"}, "width": {"X"}, "nonempty": {"X": (1,)}, "batch": {"X"}}
+    c["induction.CausalAttentionLayer.forward"] = Case(
+        lambda: {"x": _rand(2, 3, 8)},
+        typed={"x"},
+        width={"x"},
+        nonempty={"x": (1,)},
+        batch={"x"},
+        call=_forward(lambda: induction.CausalAttentionLayer(8, 2)),
+    )
+    c["length_generalisation.PositionAttention.forward"] = Case(
+        lambda: {"x": _rand(2, 3, 8)},
+        typed={"x"},
+        width={"x"},
+        nonempty={"x": (1,)},
+        batch={"x"},
+        call=_forward(lambda: length_generalisation.PositionAttention(8, 2, "rope")),
+    )
+    c["lm.CausalSelfAttention.forward"] = Case(
+        lambda: {"X": _rand(2, 3, 8)}, **stream, call=_forward(lambda: lm.CausalSelfAttention(8, 2))
+    )
+    c["lm.DecoderBlock.forward"] = Case(
+        lambda: {"X": _rand(2, 3, 8)}, **stream, call=_forward(lambda: lm.DecoderBlock(8, 2))
+    )
+    c["mqar.CausalSoftmaxAttention.forward"] = Case(
+        lambda: {"X": _rand(2, 3, 8)},
+        **stream,
+        call=_forward(lambda: mqar.CausalSoftmaxAttention(8, 2)),
+    )
+    c["mqar.PreLNBlock.forward"] = Case(
+        lambda: {"X": _rand(2, 3, 8)},
+        **stream,
+        call=_forward(lambda: mqar.PreLNBlock(8, mqar.CausalSoftmaxAttention(8), 16)),
+    )
+    for norm in ("LayerNorm", "RMSNorm"):
+        c[f"norms.{norm}.forward"] = Case(
+            lambda: {"X": _rand(2, 4)},
+            accepts={"X": {"axes+", "axes-"}},  # any leading axes
+            typed={"X"},
+            width={"X"},
+            batch={"X"},
+            call=_forward(lambda norm=norm: getattr(norms, norm)(4)),
+        )
+    c["transformer.PositionWiseFFN.forward"] = Case(
+        lambda: {"X": _rand(2, 3, 4)},
+        accepts={"X": {"axes+", "axes-"}},  # any leading axes
+        typed={"X"},
+        width={"X"},
+        batch={"X"},
+        call=_forward(lambda: transformer.PositionWiseFFN(4, 8)),
+    )
+    c["training.RecallAttention.forward"] = Case(
+        lambda: {"queries": _rand(2, 3, 4), "keys": _rand(2, 5, 4), "values": _rand(2, 5, 2)},
+        typed={"queries", "keys", "values"},
+        width={"queries", "keys", "values"},
+        nonempty={"queries": (1,), "keys": (1,)},
+        batch={"queries", "keys", "values"},
+        call=_forward(lambda: training.RecallAttention(4, 2)),
+    )
+    c["decoder.TransformerDecoderLayer.forward"] = Case(
+        lambda: {
+            "X": _rand(2, 3, 8),
+            "memory": _rand(2, 4, 8, seed=1),
+            "memory_lens": torch.tensor([2, 4]),
+            "causal": True,
+        },
+        ids={"memory_lens": 5},
+        accepts={"memory_lens": {"wrong type", "float ids"}},
+        typed={"X", "memory"},
+        width={"X", "memory"},
+        nonempty={"X": (1,), "memory": (1,)},
+        batch={"X", "memory", "memory_lens"},
+        call=_forward(lambda: decoder.TransformerDecoderLayer(8, 2, 16)),
+    )
+    c["seq2seq.GRUEncoder.forward"] = Case(
+        lambda: {
+            "source": torch.tensor([[1, 2, 3], [4, 5, 0]]),
+            "source_lens": torch.tensor([3, 2]),
+        },
+        ids={"source": 10, "source_lens": 4},
+        accepts={"source_lens": {"wrong type", "float ids"}},
+        nonempty={"source": (1,)},
+        batch={"source", "source_lens"},
+        call=_forward(lambda: seq2seq.GRUEncoder(10, 4, 4)),
+    )
+    c["seq2seq.AdditiveCrossAttention.forward"] = Case(
+        lambda: {
+            "query": _rand(2, 6),
+            "projected": _rand(2, 3, 4, seed=1),
+            "states": _rand(2, 3, 5, seed=2),
+            "lens": torch.tensor([3, 2]),
+        },
+        ids={"lens": 4},
+        accepts={"lens": {"wrong type", "float ids"}},
+        typed={"query", "projected", "states"},
+        width={"query", "projected", "states"},
+        nonempty={"projected": (1,), "states": (1,)},
+        batch={"query", "projected", "states", "lens"},
+        call=_forward(lambda: seq2seq.AdditiveCrossAttention(6, 5, 4)),
     )
     return c
 
@@ -1041,6 +1224,8 @@ def _spoilings(case: Case, valid: dict):
         elif isinstance(value, nn.Module):
             out.append(want("wrong type", "model"))
             out.append(want("wrong module", nn.Linear(2, 2)))
+            if arg in case.other:
+                out.append(want("model shape", case.other[arg]()))
         elif isinstance(value, torch.dtype):
             out.append(want("wrong type", "float32"))
         elif isinstance(value, torch.Tensor):
@@ -1063,6 +1248,14 @@ def _spoilings(case: Case, valid: dict):
                 bad = value.clone()
                 bad.view(-1)[0] = -5
                 out.append(want("negative id", bad))
+                out.append(want("float ids", value.to(torch.float32)))
+            if arg in case.typed:
+                out.append(want("float16", value.to(torch.float16)))
+                out.append(want("float64", value.to(torch.float64)))
+            if arg in case.width:
+                out.append(want("width", torch.cat([value, value[..., :1]], dim=-1)))
+            for axis in case.nonempty.get(arg, ()):
+                out.append(want(f"empty axis {axis}", value.narrow(axis, 0, 0)))
         yield from (o for o in out if o is not None)
 
 
