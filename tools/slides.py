@@ -60,7 +60,9 @@ def mathjax_dir() -> Path:
 
     spec = importlib.util.find_spec("sphinx-mathjax-offline")
     if spec is None or spec.origin is None:
-        raise FileNotFoundError("sphinx-mathjax-offline is not installed: run `make install`")
+        raise FileNotFoundError(
+            "sphinx-mathjax-offline is not installed: run `make install`"
+        )
     return Path(spec.origin).parent / "static" / "mathjax"
 
 
@@ -72,7 +74,9 @@ def slide_type(cell, where: str) -> str:
     """The cell's slide type; a missing one continues the slide."""
     kind = cell.metadata.get("slideshow", {}).get("slide_type", "-")
     if kind not in SLIDE_TYPES:
-        raise ValueError(f"{where}: slide_type must be one of {SLIDE_TYPES}, got {kind!r}")
+        raise ValueError(
+            f"{where}: slide_type must be one of {SLIDE_TYPES}, got {kind!r}"
+        )
     return kind
 
 
@@ -87,10 +91,14 @@ def group_slides(nb, name: str = "deck") -> list[dict]:
         if kind == "slide":
             slides.append({"cells": [], "notes": []})
         elif not slides:
-            raise ValueError(f"{where}: the first shown cell must start a slide, got {kind!r}")
+            raise ValueError(
+                f"{where}: the first shown cell must start a slide, got {kind!r}"
+            )
         slides[-1]["notes" if kind == "notes" else "cells"].append(cell)
     if not slides:
-        raise ValueError(f"{name}: no cell starts a slide (slideshow.slide_type 'slide')")
+        raise ValueError(
+            f"{name}: no cell starts a slide (slideshow.slide_type 'slide')"
+        )
     return slides
 
 
@@ -113,10 +121,14 @@ def render_output(output: dict, where: str, alt: str = "") -> str:
     kind = output.get("output_type")
     if kind == "stream":
         if output.get("name") == "stderr":
-            raise ValueError(f"{where}: wrote to stderr: {output.get('text', '')[:200]!r}")
+            raise ValueError(
+                f"{where}: wrote to stderr: {output.get('text', '')[:200]!r}"
+            )
         return f'<pre class="attnbook-text">{html.escape(output["text"])}</pre>'
     if kind == "error":
-        raise ValueError(f"{where}: raised {output.get('ename')}: {output.get('evalue')}")
+        raise ValueError(
+            f"{where}: raised {output.get('ename')}: {output.get('evalue')}"
+        )
     data = output.get("data", {})
     if "text/html" in data:
         return f'<div class="attnbook-output">{data["text/html"]}</div>'
@@ -189,6 +201,8 @@ Reveal.initialize({{
   slideNumber: "c/t", transition: "none", controls: true, progress: true,
   pdfMaxPagesPerSlide: 1, pdfSeparateFragments: false
 }});
+// The ?print-pdf view lays its pages out after Reveal is ready; tools/slides.py waits for this.
+Reveal.on("pdf-ready", () => {{ document.documentElement.dataset.pdfReady = "1"; }});
 // Lay the slides out again once the mathematics is typeset (its size changes).
 window.addEventListener("load", () => {{
   if (window.MathJax && MathJax.startup) MathJax.startup.promise.then(() => Reveal.layout());
@@ -240,7 +254,9 @@ def execute(path: Path) -> nbformat.NotebookNode:
 def copy_assets(out: Path = OUT) -> None:
     """reveal.js and MathJax into ``out/_static`` (once for every deck)."""
     if not (REVEAL / "dist" / "reveal.js").is_file():
-        raise FileNotFoundError(f"{REVEAL} is missing: run `npm ci` in slides/ (make slides does)")
+        raise FileNotFoundError(
+            f"{REVEAL} is missing: run `npm ci` in slides/ (make slides does)"
+        )
     static = out / "_static"
     reveal = static / "reveal"
     shutil.rmtree(static, ignore_errors=True)
@@ -248,10 +264,14 @@ def copy_assets(out: Path = OUT) -> None:
     for name in ("reveal.js", "reveal.css"):
         shutil.copyfile(REVEAL / "dist" / name, reveal / name)
     shutil.copyfile(REVEAL / "LICENSE", reveal / "LICENSE")
-    shutil.copyfile(REVEAL / "dist" / "theme" / "white.css", reveal / "theme" / "white.css")
+    shutil.copyfile(
+        REVEAL / "dist" / "theme" / "white.css", reveal / "theme" / "white.css"
+    )
     fonts = REVEAL / "dist" / "theme" / "fonts" / "source-sans-pro"
     shutil.copytree(
-        fonts, reveal / "theme" / "fonts" / fonts.name, ignore=shutil.ignore_patterns("*.eot")
+        fonts,
+        reveal / "theme" / "fonts" / fonts.name,
+        ignore=shutil.ignore_patterns("*.eot"),
     )
     mathjax = mathjax_dir()
     (static / "mathjax").mkdir()
@@ -271,7 +291,9 @@ def build_deck(name: str, out: Path = OUT) -> dict:
     target.write_text(page, encoding="utf-8")
     size = target.stat().st_size
     if size > MAX_DECK_BYTES:
-        raise ValueError(f"{target}: {size} bytes, over the budget of {MAX_DECK_BYTES} (1 MiB)")
+        raise ValueError(
+            f"{target}: {size} bytes, over the budget of {MAX_DECK_BYTES} (1 MiB)"
+        )
     return {
         "html_bytes": size,
         "slides": len(group_slides(nb, name)),
@@ -279,24 +301,50 @@ def build_deck(name: str, out: Path = OUT) -> dict:
     }
 
 
+def _print_once(browser, url: str, pdf: Path, name: str) -> None:
+    """One print of a deck's ``?print-pdf`` view, once its pages and mathematics are laid out."""
+    from tools.browser import Offline
+
+    with Offline(
+        browser, viewport={"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT}
+    ) as tab:
+        tab.page.goto(url, wait_until="load")
+        tab.page.wait_for_function("window.Reveal && Reveal.isReady()")
+        tab.page.evaluate("MathJax.startup.promise")
+        tab.page.wait_for_function("document.documentElement.dataset.pdfReady === '1'")
+        tab.page.emulate_media(media="print")
+        tab.page.pdf(path=str(pdf), prefer_css_page_size=True, print_background=True)
+        if tab.blocked or tab.errors:
+            raise RuntimeError(f"{name}: blocked {tab.blocked}, errors {tab.errors}")
+
+
 def print_pdfs(names: list[str], out: Path = OUT) -> dict[str, dict]:
     """Print each deck with reveal.js's ``?print-pdf`` view into ``out/NAME.pdf``."""
-    from tools.browser import Offline, chromium
+    from pypdf import PdfReader
+
+    from tools.browser import chromium
     from tools.site import serve
 
     results = {}
     with serve(out) as base, chromium() as browser:
         for name in names:
             start = time.perf_counter()
-            with Offline(browser, viewport={"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT}) as tab:
-                tab.page.goto(f"{base}/{name}.html?print-pdf", wait_until="load")
-                tab.page.wait_for_function("window.Reveal && Reveal.isReady()")
-                tab.page.evaluate("MathJax.startup.promise")
-                tab.page.emulate_media(media="print")
-                pdf = out / f"{name}.pdf"
-                tab.page.pdf(path=str(pdf), prefer_css_page_size=True, print_background=True)
-                if tab.blocked or tab.errors:
-                    raise RuntimeError(f"{name}: blocked {tab.blocked}, errors {tab.errors}")
+            pdf = out / f"{name}.pdf"
+            slides = (
+                (out / f"{name}.html").read_text(encoding="utf-8").count("<section")
+            )
+            # Reveal.isReady() comes before the print view has laid out its pages: printed
+            # then, a deck once came out as one blank page (seen in CI). Wait for the print
+            # view's own "pdf-ready", and check the page count; one retry, then refuse.
+            for attempt in (1, 2):
+                _print_once(browser, f"{base}/{name}.html?print-pdf", pdf, name)
+                pages = len(PdfReader(pdf).pages)
+                if pages == slides:
+                    break
+                if attempt == 2:
+                    raise RuntimeError(
+                        f"{pdf}: {pages} pages printed for {slides} slides"
+                    )
             results[name] = {
                 "pdf_bytes": pdf.stat().st_size,
                 "pdf_seconds": round(time.perf_counter() - start, 1),
