@@ -72,6 +72,9 @@ def test_mathjax_is_served_by_the_site():
     mathjax = [url for url in page.loads if "mathjax" in url.lower()]
     assert mathjax and all(not is_external(url) for url in mathjax)
     assert (site / "_static" / "mathjax" / "tex-chtml.js").exists()
+    # MathJax is Apache 2.0, whose text must travel with it.
+    assert "Apache License" in (site / "_static" / "mathjax" / "LICENSE").read_text()
+    assert "MathJax" in (site / "_static" / "mathjax" / "NOTICE").read_text()
 
 
 def test_internal_links_resolve():

@@ -38,6 +38,15 @@ def test_deck_within_budget(name):
     assert size <= slides.MAX_DECK_BYTES, f"{name}.html: {size} bytes"
 
 
+def test_vendored_licences_travel_with_the_decks():
+    static = slides.OUT / "_static"
+    assert "Permission is hereby granted" in (static / "reveal" / "LICENSE").read_text(
+        encoding="utf-8"
+    )
+    assert "Apache License" in (static / "mathjax" / "LICENSE").read_text(encoding="utf-8")
+    assert "MathJax" in (static / "mathjax" / "NOTICE").read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_pdf_has_a_page_per_slide(name):
     from pypdf import PdfReader

@@ -54,15 +54,18 @@ SLIDE_TYPES = ("slide", "skip", "notes", *CONTINUES)
 SKIP_TAGS = {"remove-cell"}
 
 
+# MathJax's licence (the package does not ship it): the website serves it from the
+# same folder, book/_ext/static/mathjax (offline_site's static files).
+MATHJAX_LICENSE = ROOT / "book" / "_ext" / "static" / "mathjax"
+
+
 def mathjax_dir() -> Path:
     """MathJax 3 as the lock ships it (the package sphinx-mathjax-offline)."""
     import importlib.util
 
     spec = importlib.util.find_spec("sphinx-mathjax-offline")
     if spec is None or spec.origin is None:
-        raise FileNotFoundError(
-            "sphinx-mathjax-offline is not installed: run `make install`"
-        )
+        raise FileNotFoundError("sphinx-mathjax-offline is not installed: run `make install`")
     return Path(spec.origin).parent / "static" / "mathjax"
 
 
@@ -74,9 +77,7 @@ def slide_type(cell, where: str) -> str:
     """The cell's slide type; a missing one continues the slide."""
     kind = cell.metadata.get("slideshow", {}).get("slide_type", "-")
     if kind not in SLIDE_TYPES:
-        raise ValueError(
-            f"{where}: slide_type must be one of {SLIDE_TYPES}, got {kind!r}"
-        )
+        raise ValueError(f"{where}: slide_type must be one of {SLIDE_TYPES}, got {kind!r}")
     return kind
 
 
@@ -91,14 +92,10 @@ def group_slides(nb, name: str = "deck") -> list[dict]:
         if kind == "slide":
             slides.append({"cells": [], "notes": []})
         elif not slides:
-            raise ValueError(
-                f"{where}: the first shown cell must start a slide, got {kind!r}"
-            )
+            raise ValueError(f"{where}: the first shown cell must start a slide, got {kind!r}")
         slides[-1]["notes" if kind == "notes" else "cells"].append(cell)
     if not slides:
-        raise ValueError(
-            f"{name}: no cell starts a slide (slideshow.slide_type 'slide')"
-        )
+        raise ValueError(f"{name}: no cell starts a slide (slideshow.slide_type 'slide')")
     return slides
 
 
@@ -121,14 +118,10 @@ def render_output(output: dict, where: str, alt: str = "") -> str:
     kind = output.get("output_type")
     if kind == "stream":
         if output.get("name") == "stderr":
-            raise ValueError(
-                f"{where}: wrote to stderr: {output.get('text', '')[:200]!r}"
-            )
+            raise ValueError(f"{where}: wrote to stderr: {output.get('text', '')[:200]!r}")
         return f'<pre class="attnbook-text">{html.escape(output["text"])}</pre>'
     if kind == "error":
-        raise ValueError(
-            f"{where}: raised {output.get('ename')}: {output.get('evalue')}"
-        )
+        raise ValueError(f"{where}: raised {output.get('ename')}: {output.get('evalue')}")
     data = output.get("data", {})
     if "text/html" in data:
         return f'<div class="attnbook-output">{data["text/html"]}</div>'
@@ -254,9 +247,7 @@ def execute(path: Path) -> nbformat.NotebookNode:
 def copy_assets(out: Path = OUT) -> None:
     """reveal.js and MathJax into ``out/_static`` (once for every deck)."""
     if not (REVEAL / "dist" / "reveal.js").is_file():
-        raise FileNotFoundError(
-            f"{REVEAL} is missing: run `npm ci` in slides/ (make slides does)"
-        )
+        raise FileNotFoundError(f"{REVEAL} is missing: run `npm ci` in slides/ (make slides does)")
     static = out / "_static"
     reveal = static / "reveal"
     shutil.rmtree(static, ignore_errors=True)
@@ -264,9 +255,7 @@ def copy_assets(out: Path = OUT) -> None:
     for name in ("reveal.js", "reveal.css"):
         shutil.copyfile(REVEAL / "dist" / name, reveal / name)
     shutil.copyfile(REVEAL / "LICENSE", reveal / "LICENSE")
-    shutil.copyfile(
-        REVEAL / "dist" / "theme" / "white.css", reveal / "theme" / "white.css"
-    )
+    shutil.copyfile(REVEAL / "dist" / "theme" / "white.css", reveal / "theme" / "white.css")
     fonts = REVEAL / "dist" / "theme" / "fonts" / "source-sans-pro"
     shutil.copytree(
         fonts,
@@ -276,6 +265,8 @@ def copy_assets(out: Path = OUT) -> None:
     mathjax = mathjax_dir()
     (static / "mathjax").mkdir()
     shutil.copyfile(mathjax / "tex-chtml.js", static / "mathjax" / "tex-chtml.js")
+    for name in ("LICENSE", "NOTICE"):  # Apache 2.0, kept beside the website's copy too
+        shutil.copyfile(MATHJAX_LICENSE / name, static / "mathjax" / name)
     shutil.copytree(
         mathjax / "output" / "chtml" / "fonts" / "woff-v2",
         static / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2",
@@ -291,9 +282,7 @@ def build_deck(name: str, out: Path = OUT) -> dict:
     target.write_text(page, encoding="utf-8")
     size = target.stat().st_size
     if size > MAX_DECK_BYTES:
-        raise ValueError(
-            f"{target}: {size} bytes, over the budget of {MAX_DECK_BYTES} (1 MiB)"
-        )
+        raise ValueError(f"{target}: {size} bytes, over the budget of {MAX_DECK_BYTES} (1 MiB)")
     return {
         "html_bytes": size,
         "slides": len(group_slides(nb, name)),
@@ -305,9 +294,7 @@ def _print_once(browser, url: str, pdf: Path, name: str) -> None:
     """One print of a deck's ``?print-pdf`` view, once its pages and mathematics are laid out."""
     from tools.browser import Offline
 
-    with Offline(
-        browser, viewport={"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT}
-    ) as tab:
+    with Offline(browser, viewport={"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT}) as tab:
         tab.page.goto(url, wait_until="load")
         tab.page.wait_for_function("window.Reveal && Reveal.isReady()")
         tab.page.evaluate("MathJax.startup.promise")
@@ -330,9 +317,7 @@ def print_pdfs(names: list[str], out: Path = OUT) -> dict[str, dict]:
         for name in names:
             start = time.perf_counter()
             pdf = out / f"{name}.pdf"
-            slides = (
-                (out / f"{name}.html").read_text(encoding="utf-8").count("<section")
-            )
+            slides = (out / f"{name}.html").read_text(encoding="utf-8").count("<section")
             # Reveal.isReady() comes before the print view has laid out its pages: printed
             # then, a deck once came out as one blank page (seen in CI). Wait for the print
             # view's own "pdf-ready", and check the page count; one retry, then refuse.
@@ -342,9 +327,7 @@ def print_pdfs(names: list[str], out: Path = OUT) -> dict[str, dict]:
                 if pages == slides:
                     break
                 if attempt == 2:
-                    raise RuntimeError(
-                        f"{pdf}: {pages} pages printed for {slides} slides"
-                    )
+                    raise RuntimeError(f"{pdf}: {pages} pages printed for {slides} slides")
             results[name] = {
                 "pdf_bytes": pdf.stat().st_size,
                 "pdf_seconds": round(time.perf_counter() - start, 1),
