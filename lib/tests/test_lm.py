@@ -149,6 +149,32 @@ def test_forward_bad_input():
         model(torch.zeros(1, 2, dtype=torch.long), cache=[])
 
 
+def test_a_cache_from_another_model_is_refused_by_name():
+    model = small_model()  # 2 layers, width 16, 4 heads of width 4
+    for other, message in (
+        (lm.TinyLM(11, 16, 4, 1, 24), "cache holds keys of 1 and values of 1 layers, but"),
+        (lm.TinyLM(11, 8, 4, 2, 24), r"past keys must be shaped .* got \(1, 4, 3, 2\)"),
+        (lm.TinyLM(11, 16, 2, 2, 24), r"= \(1, 4, 't', 4\) for this layer and input"),
+    ):
+        cache = lm.KVCache()
+        other(torch.zeros(1, 3, dtype=torch.long), cache)
+        with pytest.raises(ValueError, match=message):
+            model(torch.zeros(1, 2, dtype=torch.long), cache)
+    attention = model.blocks[0].attention
+    X = torch.zeros(1, 2, 16)
+    keys = torch.zeros(1, 4, 3, 4)
+    with pytest.raises(TypeError, match="past must be None or a"):
+        attention(X, past=keys)
+    with pytest.raises(TypeError, match="past values must be a torch.Tensor"):
+        attention(X, past=(keys, None))
+    with pytest.raises(TypeError, match="past keys must be torch.float32 on cpu like the layer"):
+        attention(X, past=(keys.double(), keys))
+    with pytest.raises(ValueError, match="past keys hold 3 positions but past values 2"):
+        attention(X, past=(keys, keys[:, :, :2]))
+    output, (K, V) = attention(X, past=(keys, keys))  # a well-formed past is used
+    assert output.shape == (1, 2, 16) and K.shape == V.shape == (1, 4, 5, 4)
+
+
 def test_cached_forward_equals_the_full_forward_chunk_by_chunk():
     model = small_model(seed=2)
     ids = torch.randint(0, 11, (2, 15), generator=torch.Generator().manual_seed(3))
