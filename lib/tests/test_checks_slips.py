@@ -194,6 +194,16 @@ UNKNOWN = [
         "sequence 0, query 0, key 0",
     ),
     (
+        "check_causal_lengths",  # lengths counted from 3
+        lambda b, q: torch.arange(3, q + 3).repeat(b, 1),
+        "sequence 0, query 0",
+    ),
+    (
+        "check_head_lengths",  # the lengths shared out among the heads
+        lambda lens, h: torch.repeat_interleave(lens // h, h, dim=0),
+        "sequence x head row 0",
+    ),
+    (
         "check_two_part_targets",  # the halves split one feature late
         lambda v, f, s: torch.cat(
             [
