@@ -41,6 +41,7 @@ help:
 	@echo "make lab        open the chapters in JupyterLab"
 	@echo "make notebooks  re-execute notebooks in place (NB=... for one) to accept changes"
 	@echo "make readers-edition  regenerate book/colab/ (what Colab opens) from the chapters"
+	@echo "make student-edition  every chapter without its solutions: _build/student/NAME.ipynb"
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
 	@echo "make test-jupyter  drive every explorer with the keyboard in a real JupyterLab"
 	@echo "make test-cpus  strict nbval again with other CPU code paths forced (NB=... for one)"
@@ -222,6 +223,7 @@ SOURCE_TESTS := tests/test_notebooks.py tests/test_readers_edition.py tests/test
   tests/test_nbtools.py tests/test_browser_lookup.py tests/test_nbval_executed.py \
   tests/test_regression_bites.py tests/test_release.py tests/test_readme.py \
   tests/test_instructor_guide.py tests/test_slides.py
+SOURCE_TESTS += tests/test_student_edition.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(BOOK_TESTS) \
@@ -321,6 +323,13 @@ notebooks: $(STAMP) $(KERNEL_PROFILE)
 # after editing a chapter's text; `make test` fails while it is out of date.
 readers-edition: $(STAMP)
 	$(BIN)/python tools/readers_edition.py
+
+# The student edition of every chapter (_build/student/NAME.ipynb, a few
+# seconds): the reader's edition without the solutions, for handouts and lab
+# machines (tools/student_edition.py).
+.PHONY: student-edition
+student-edition: $(STAMP)
+	$(BIN)/python tools/student_edition.py
 
 serve:
 	@test -f _build/html/index.html || { echo "run 'make book' first"; exit 1; }

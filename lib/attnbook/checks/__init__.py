@@ -10,9 +10,9 @@ The cases include the classic mistakes each chapter warns about (overflow,
 knows the classic wrong versions of its exercise (``check_x.mistakes``): when your
 answers agree with one of them, the report names it in one line ("Likely
 mistake: ...") and points at the section of the chapter that explains it.
-Otherwise each failing case says what differs and carries a hint; the checkers
-of Parts III and IV instead read the first failing case in plain words (which
-entry, expected against got, and what that pattern usually means).
+Otherwise the report reads the first failing case in plain words (which
+entry, expected against got, and what that pattern usually means), and each
+failing case points at the section that explains it.
 
 Your function and every known mistake run on fresh copies of each case's
 inputs: a function that edits its input in place is told so ("modified its
@@ -21,7 +21,7 @@ diagnosis. Where an exercise forbids a shortcut (the library's own answer,
 ``F.layer_norm``, ``torch.softmax``, an n x n tensor), the checker rejects it.
 
 The checkers live in one module per chapter (``qkv``, ``pooling``,
-``masked``, ``scoring``, ``part2``, ``part3``, ``lm``, ``induction``,
+``masked``, ``scoring``, ``part2``, ``learns``, ``part3``, ``lm``, ``induction``,
 ``scale``, ``seq2seq``, ``positions``, ``vit``); import them from here.
 :func:`known_mistakes` lists every checker's known mistakes and their
 diagnoses (the instructor guide's "Common mistakes" is generated from it).
@@ -31,15 +31,14 @@ from ._core import CheckReport
 from ._core import _compare as _compare  # the library's tests use these two
 from ._core import _run as _run
 from .induction import check_induction_score, check_previous_token_score
+from .learns import check_right_key_accuracy, check_two_part_targets
 from .lm import check_causal_mask, check_kv_cache, check_kv_cache_size
 from .masked import check_causal_lengths, check_masked_softmax
 from .part2 import (
     check_causal_self_attention,
     check_head_lengths,
     check_mha_parameter_count,
-    check_right_key_accuracy,
     check_rotation,
-    check_two_part_targets,
 )
 from .part3 import check_block_parameter_count, check_layer_norm
 from .pooling import check_epanechnikov, check_gaussian_weights

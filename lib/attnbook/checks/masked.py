@@ -19,6 +19,7 @@ from ._core import (
     _with_gradient,
     knows,
 )
+from ._explain import explainer
 
 # ---------------------------------------------------------------- Masked Softmax
 
@@ -38,7 +39,7 @@ def _fill_softmax(X, valid_lens, fill, zero=True, add=False):
     return torch.where(keep, weights, 0.0) if zero else weights
 
 
-def _renorm(X, valid_lens, *, shift="valid", zero_before=True, where=False, clamp=True):
+def _renorm(X, valid_lens, *, shift="valid", zero_before=True, where=False, clamp=True, sum_dim=-1):
     """The exercise's recipe with its classic slips: the shift (over the valid keys,
     over all keys, or none), masked differences zeroed before or after exp (or
     discarded with torch.where), and the sum clamped away from 0 or not."""
@@ -56,7 +57,7 @@ def _renorm(X, valid_lens, *, shift="valid", zero_before=True, where=False, clam
         e = torch.exp(torch.where(keep, z, 0.0)) * keep
     else:
         e = torch.exp(z) * keep
-    total = e.sum(dim=-1, keepdim=True)
+    total = e.sum(dim=sum_dim, keepdim=True)
     return e / (total.clamp_min(torch.finfo(X.dtype).tiny) if clamp else total)
 
 
@@ -116,6 +117,25 @@ _NO_FILL = (
         "after it: a row with no valid key comes out uniform instead of zeros; "
         + _NO_FILL
         + _see("A sequence of length 0", _MASKED),
+    ),
+    Mistake(
+        "fill 0",
+        lambda X, lens: _fill_softmax(X, lens, 0.0, zero=False),
+        "this looks like the masked scores set to 0 before a softmax: a score of 0 is an "
+        "ordinary score, exp(0) = 1, so every masked key still gets as much weight as a "
+        "valid key scoring 0, and the valid weights sum to less than 1; a masked key must "
+        "get weight exactly 0; "
+        + _NO_FILL
+        + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+    Mistake(
+        "fill 0, then zeros",
+        lambda X, lens: _fill_softmax(X, lens, 0.0),
+        "this looks like the masked scores set to 0, a softmax, then zeros on the masked "
+        "keys: the zeroed scores still took exp(0) = 1 each in the softmax's sum, so the "
+        "valid weights sum to less than 1; "
+        + _NO_FILL
+        + _see("Building a masked softmax, step by step", _MASKED),
     ),
     Mistake(
         "added mask",
@@ -182,6 +202,13 @@ _NO_FILL = (
         "this looks like a division by a row sum that is 0 when no key is valid: 0 / 0 "
         "is NaN; divide by total.clamp_min(torch.finfo(X.dtype).tiny), so that such a row "
         "is 0 / tiny = 0; " + _see("A sequence of length 0", _MASKED),
+    ),
+    Mistake(
+        "summed over the queries",
+        lambda X, lens: _renorm(X, lens, sum_dim=-2),
+        "this looks like a division by a sum over the queries (dim=1 or dim=-2): each "
+        "query's weights must sum to 1 over the keys, the last axis, "
+        "e.sum(dim=-1, keepdim=True); " + _see("Building a masked softmax, step by step", _MASKED),
     ),
     Mistake(
         "float32 result",
@@ -325,7 +352,13 @@ def check_masked_softmax(
             probe=lambda f: _with_gradient(f, upstream),
         )
     )
-    return _run("check_masked_softmax", fn, cases, mistakes=check_masked_softmax.mistakes)
+    return _run(
+        "check_masked_softmax",
+        fn,
+        cases,
+        mistakes=check_masked_softmax.mistakes,
+        explain=explainer(("sequence", "query", "key")),
+    )
 
 
 _CAUSAL = _see("Building a masked softmax, step by step", _MASKED)
@@ -362,6 +395,22 @@ _CAUSAL = _see("Building a masked softmax, step by step", _MASKED)
         "this looks like one (queries,) row for the whole batch: the answer is 2-D, "
         "(batch, queries), the same row repeated for every batch item; " + _CAUSAL,
     ),
+    Mistake(
+        "the mask itself",
+        lambda batch, queries: (
+            torch.ones(queries, queries, dtype=torch.long).tril().expand(batch, queries, queries)
+        ),
+        "this looks like the (queries, keys) causal mask itself, a lower triangle of ones: "
+        "the exercise asks for the lengths from which masked_softmax builds that mask, "
+        "one integer per query, shape (batch, queries); " + _CAUSAL,
+    ),
+    Mistake(
+        "one length too many",
+        lambda batch, queries: torch.arange(queries + 1).expand(batch, queries + 1),
+        "this looks like torch.arange(queries + 1), the lengths 0, 1, ..., queries: that "
+        "is queries + 1 entries, and query 0 would see no key; query i has length i + 1, "
+        "torch.arange(1, queries + 1); " + _CAUSAL,
+    ),
 )
 def check_causal_lengths(fn: Callable[[int, int], torch.Tensor]) -> CheckReport:
     """Check ``fn(batch, queries)``: 2-D valid lengths for a look-back-only pattern.
@@ -380,4 +429,10 @@ def check_causal_lengths(fn: Callable[[int, int], torch.Tensor]) -> CheckReport:
     for batch, queries in ((1, 4), (2, 3), (3, 6), (4, 4), (1, 1)):
         expected = torch.arange(1, queries + 1).expand(batch, queries)
         cases.append((f"batch={batch}, queries={queries}", (batch, queries), expected, hint))
-    return _run("check_causal_lengths", fn, cases, mistakes=check_causal_lengths.mistakes)
+    return _run(
+        "check_causal_lengths",
+        fn,
+        cases,
+        mistakes=check_causal_lengths.mistakes,
+        explain=explainer(("sequence", "query")),
+    )

@@ -1,5 +1,5 @@
-"""Checkers of Part II: multi-head attention, self-attention and positional encoding,
-attention that learns."""
+"""Checkers of Part II: multi-head attention, self-attention and positional encoding
+(the checkers of Attention That Learns are in ``learns``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
+from ._explain import describe, explainer
 from ._probes import _chain, _refusing
 
 _MULTIHEAD = "Multi-Head Attention"
 _SELF = "Self-Attention and Positional Encoding"
-_LEARNS = "Attention That Learns"
 
 # ---------------------------------------------------------------- Part II checkers
 # Chapters 6 (multi-head attention) and 7 (self-attention and positional encoding).
@@ -82,6 +82,19 @@ def _built(num_hiddens: int, num_heads: int, bias: bool) -> int:
         "this looks like bias vectors on the query, key and value projections only: "
         "with bias=True the output projection W_o has one too; " + _COST,
     ),
+    Mistake(
+        "one bias vector",
+        lambda D, h, bias: 4 * D * D + (D if bias else 0),
+        "this looks like a single bias vector of num_hiddens entries: with bias=True each "
+        "of the four projections (W_q, W_k, W_v and W_o) has its own; " + _COST,
+    ),
+    Mistake(
+        "one head's slice",
+        lambda D, h, bias: 4 * D * (D // h) + (4 * D if bias else 0),
+        "this looks like each projection counted as one head's slice, num_hiddens x "
+        "(num_hiddens / num_heads): the heads' slices side by side make one full "
+        "num_hiddens x num_hiddens matrix per projection; " + _COST,
+    ),
 )
 def check_mha_parameter_count(fn: Callable[[int, int, bool], int]) -> CheckReport:
     """Check ``fn(num_hiddens, num_heads, bias)``: the number of learnable parameters
@@ -125,6 +138,7 @@ def check_mha_parameter_count(fn: Callable[[int, int, bool], int]) -> CheckRepor
                 "formula, without building the layer",
             ),
         ),
+        explain=explainer(()),
     )
 
 
@@ -153,6 +167,22 @@ _SHAPES = _see("The parallel implementation, shape by shape", _MULTIHEAD)
         "this looks like repeat_interleave without dim=0: on 2-D lengths it flattens "
         "them first and loses the query axis; " + _SHAPES,
     ),
+    Mistake(
+        "repeat",
+        lambda lens, h: lens.repeat(h),
+        "this looks like lens.repeat(num_heads): it repeats the whole list (row b * "
+        "num_heads + j must hold sequence b's length, the heads of one sequence side by "
+        "side), and on 2-D lengths it raises, since .repeat needs a count for every axis; "
+        "repeat each sequence's lengths in place with repeat_interleave(num_heads, "
+        "dim=0); " + _SHAPES,
+    ),
+    Mistake(
+        "2-D repeated along the queries",
+        lambda lens, h: lens.repeat_interleave(h, dim=-1),
+        "this looks like repeat_interleave(num_heads, dim=-1): 1-D lengths come out "
+        "right, but 2-D lengths are repeated along the queries, (batch, queries * "
+        "num_heads); the heads are folded into the batch, the first axis, dim=0; " + _SHAPES,
+    ),
 )
 def check_head_lengths(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> CheckReport:
     """Check ``fn(valid_lens, num_heads)``: valid lengths for the heads folded into the batch.
@@ -178,7 +208,15 @@ def check_head_lengths(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Check
                 "sequence's lengths num_heads times in a row, not the whole list; " + _SHAPES,
             )
         )
-    return _run("check_head_lengths", fn, cases, mistakes=check_head_lengths.mistakes)
+    return _run(
+        "check_head_lengths",
+        fn,
+        cases,
+        mistakes=check_head_lengths.mistakes,
+        explain=lambda case, got: describe(
+            got, case.expected, ("sequence x head row", "query")[: case.expected.dim()]
+        ),
+    )
 
 
 def _rotation(offset: int, D: int, frequency: Callable[[int, int], float]) -> torch.Tensor:
@@ -248,19 +286,35 @@ def check_rotation(fn: Callable[[int, int], torch.Tensor]) -> CheckReport:
                 "i + offset; sin(a + t) = sin a cos t + cos a sin t; " + _ROTATIONS,
             )
         )
-    return _run("check_rotation", fn, cases, mistakes=check_rotation.mistakes)
+    return _run(
+        "check_rotation",
+        fn,
+        cases,
+        mistakes=check_rotation.mistakes,
+        explain=explainer(("row", "column")),
+    )
 
 
-def _self_attention(X: torch.Tensor, blocked: Callable[[int], torch.Tensor], scale=True):
+def _self_attention(
+    X: torch.Tensor,
+    blocked: Callable[[int], torch.Tensor],
+    scale: bool | float = True,
+    dim: int = -1,
+    fill: float = -1e9,
+    output: bool = True,
+):
     """Self-attention of X (batch, n, d) with the (n, n) positions ``blocked(n)`` masked;
     a row with every key masked gives zeros."""
     n, d = X.shape[1], X.shape[2]
     scores = X @ X.transpose(1, 2)  # (batch, n, n)
-    if scale:
+    if scale is True:
         scores = scores / math.sqrt(d)
+    elif scale:
+        scores = scores / scale
     hidden = blocked(n)
-    weights = torch.softmax(scores.masked_fill(hidden, -1e9), dim=-1)
-    return weights.masked_fill(hidden.all(-1, keepdim=True), 0.0) @ X
+    weights = torch.softmax(scores.masked_fill(hidden, fill), dim=dim)
+    weights = weights.masked_fill(hidden.all(-1, keepdim=True), 0.0)
+    return weights @ X if output else weights
 
 
 def _future(n: int) -> torch.Tensor:
@@ -296,6 +350,47 @@ _CAUSAL_MASKS = _see("Causal masks: looking only backwards", _SELF)
         "the mask is right but the scores are not divided by sqrt(d), d = X.shape[-1]; "
         + _see("Scaled dot-product attention", "Attention Scoring Functions"),
     ),
+    Mistake(
+        "divided by d",
+        lambda X: _self_attention(X, _future, scale=X.shape[-1]),
+        "the mask is right but the scores are divided by d instead of sqrt(d), "
+        "d = X.shape[-1]; " + _see("Scaled dot-product attention", "Attention Scoring Functions"),
+    ),
+    Mistake(
+        "softmax over the queries",
+        lambda X: _self_attention(X, _future, dim=-2),
+        "this looks like a softmax over the queries (dim=1 or dim=-2): each query's "
+        "weights must sum to 1 over the keys, the last axis, dim=-1; " + _CAUSAL_MASKS,
+    ),
+    Mistake(
+        "future scored 0",
+        lambda X: _self_attention(X, _future, fill=0.0),
+        "this looks like the future's scores set to 0 before the softmax: a score of 0 "
+        "is an ordinary score, exp(0) = 1, so every future token still gets weight; a "
+        "masked key must get weight 0, which masked_softmax with the valid lengths "
+        "i + 1 gives; " + _CAUSAL_MASKS,
+    ),
+    Mistake(
+        "masked after the softmax",
+        lambda X: (
+            (
+                torch.softmax(X @ X.transpose(1, 2) / math.sqrt(X.shape[-1]), dim=-1)
+                * torch.ones(X.shape[1], X.shape[1]).tril()
+            )
+            @ X
+        ),
+        "this looks like a softmax over every key, then zeros on the future ones: the "
+        "future still took part in the softmax, and each row's remaining weights sum to "
+        "less than 1; mask before the softmax (masked_softmax with lengths i + 1); "
+        + _CAUSAL_MASKS,
+    ),
+    Mistake(
+        "the weights, not the output",
+        lambda X: _self_attention(X, _future, output=False),
+        "this looks like the attention weights, (batch, steps, steps): the answer is "
+        "those weights applied to the values, weights @ X, of shape (batch, steps, d); "
+        + _CAUSAL_MASKS,
+    ),
 )
 def check_causal_self_attention(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
     """Check ``fn(X)``: causal scaled dot-product self-attention, X (batch, steps, d) ->
@@ -317,173 +412,9 @@ def check_causal_self_attention(fn: Callable[[torch.Tensor], torch.Tensor]) -> C
             )
         )
     return _run(
-        "check_causal_self_attention", fn, cases, mistakes=check_causal_self_attention.mistakes
+        "check_causal_self_attention",
+        fn,
+        cases,
+        mistakes=check_causal_self_attention.mistakes,
+        explain=explainer(("sequence", "query", "feature")),
     )
-
-
-# ---------------------------------------------------------------- attention that learns
-
-
-_TRAINING = _see("Training", _LEARNS)
-
-
-@knows(
-    Mistake(
-        "mean of booleans",
-        lambda w, index: (w.argmax(dim=-1) == index).mean(),
-        "this looks like .mean() on the booleans of ==: torch averages only "
-        "floating-point tensors, so convert first, (...).float().mean(); " + _TRAINING,
-    ),
-    Mistake(
-        "wrong axis",
-        lambda w, index: (w.argmax(dim=0) == index).float().mean(),
-        "this looks like argmax over the first axis (dim=0), the rows: each row is one "
-        "query's weights over the keys, so take the argmax over the last axis, dim=-1; "
-        + _TRAINING,
-    ),
-    Mistake(
-        "a count",
-        lambda w, index: (w.argmax(dim=-1) == index).float().sum(),
-        "this looks like the number of right rows, not the fraction: divide by the "
-        "number of rows (a .mean() does both); " + _TRAINING,
-    ),
-    Mistake(
-        "per row",
-        lambda w, index: (w.argmax(dim=-1) == index).float(),
-        "this looks like one 0 or 1 per row: the answer is a single number, the mean "
-        "over the rows, as a 0-d tensor; " + _TRAINING,
-    ),
-    Mistake(
-        "smallest weight",
-        lambda w, index: (w.argmin(dim=-1) == index).float().mean(),
-        "this looks like argmin: a row is right when its largest weight, argmax, is on "
-        "the right key; " + _TRAINING,
-    ),
-)
-def check_right_key_accuracy(
-    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-) -> CheckReport:
-    """Check ``fn(weights, index)``: the fraction of rows whose largest weight is on the right key.
-
-    ``weights`` is (rows, keys) and ``index`` is (rows,) integer; the answer is a
-    0-d float tensor in [0, 1], the contract of
-    :func:`attnbook.recall.right_key_accuracy`. No case has ties.
-    """
-    # Seed 16 gives random rows whose largest weight is on the right key in 3 of
-    # the 6 rows, so the case tests counting, not only "no row is right".
-    g = _generator(16)
-    random = torch.softmax(3 * torch.randn(6, 5, generator=g), -1)  # (rows, keys)
-    right = torch.tensor([0, 1, 2, 3, 4, 0])
-    random_hits = [
-        row.tolist().index(max(row.tolist())) == key for row, key in zip(random, right.tolist())
-    ]
-    square = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.5, 0.4, 0.1]])
-    cases = [
-        (
-            "4 rows, the right key largest in 2 of them",
-            (
-                torch.tensor([[0.6, 0.4], [0.3, 0.7], [0.9, 0.1], [0.2, 0.8]]),
-                torch.tensor([0, 0, 1, 1]),
-            ),
-            torch.tensor(0.5),
-            "count the rows whose largest weight is on the right key, then divide by the rows; "
-            + _see("Training", _LEARNS),
-        ),
-        (
-            "every row right",
-            (torch.eye(4), torch.arange(4)),
-            torch.tensor(1.0),
-            "one-hot rows on the right keys score 1; " + _see("Training", _LEARNS),
-        ),
-        (
-            "a square (3, 3) batch",
-            (square, torch.tensor([0, 2, 0])),
-            torch.tensor(1.0),
-            "the largest weight is taken over the keys, the last axis; "
-            + _see("Training", _LEARNS),
-        ),
-        (
-            f"random weights, 6 rows over 5 keys, {sum(random_hits)} of them right",
-            (random, right),
-            torch.tensor(sum(random_hits) / len(random_hits)),
-            "argmax over the last axis, compared with index, as a float mean; "
-            + _see("Training", _LEARNS),
-        ),
-    ]
-    return _run("check_right_key_accuracy", fn, cases, mistakes=check_right_key_accuracy.mistakes)
-
-
-def _two_part(values, first, second):
-    half = values.shape[-1] // 2
-    rows = torch.arange(values.shape[0])
-    both = torch.cat([values[rows, first, :half], values[rows, second, half:]], dim=-1)
-    return both[:, None, :]  # (batch, 1, d_v)
-
-
-_TWO_PART = _see("Exercises", _LEARNS)
-
-
-@knows(
-    Mistake(
-        "every example's keys",
-        lambda values, first, second: torch.cat(
-            [values[:, first, : values.shape[-1] // 2], values[:, second, values.shape[-1] // 2 :]],
-            -1,
-        )[:, :1],
-        "this looks like values[:, first]: it picks, for every example, the values at "
-        "all the examples' keys; take one row per example with a batch index, "
-        "values[torch.arange(batch), first]; " + _TWO_PART,
-    ),
-    Mistake(
-        "halves swapped",
-        lambda values, first, second: _two_part(values, second, first),
-        "this looks like the halves swapped: the first half comes from the key at "
-        "`first`, the second half from the key at `second`; " + _TWO_PART,
-    ),
-    Mistake(
-        "whole value at first",
-        lambda values, first, second: values[torch.arange(values.shape[0]), first][:, None],
-        "this looks like the whole value at `first`: its second half must come from "
-        "the key at `second`; " + _TWO_PART,
-    ),
-    Mistake(
-        "no query axis",
-        lambda values, first, second: _two_part(values, first, second)[:, 0],
-        "the values are right but the shape is (batch, d_v): the targets have one query "
-        "per example, shape (batch, 1, d_v); add the axis with [:, None] or "
-        ".unsqueeze(1); " + _TWO_PART,
-    ),
-)
-def check_two_part_targets(
-    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
-) -> CheckReport:
-    """Check ``fn(values, first, second)``: targets of the two-part recall task.
-
-    ``values`` is (batch, n, d_v) with d_v even, ``first`` and ``second`` are
-    (batch,) key indices; the answer is (batch, 1, d_v): the first half of the
-    value at ``first`` followed by the second half of the value at ``second``.
-    """
-    g = _generator(8)
-    cases = []
-    for batch, n, d_v in ((1, 3, 2), (4, 5, 6), (3, 8, 16)):
-        values = torch.randn(batch, n, d_v, generator=g)
-        first = torch.randint(n, (batch,), generator=g)
-        second = (first + 1 + torch.randint(n - 1, (batch,), generator=g)) % n
-        half = d_v // 2
-        expected = torch.stack(
-            [
-                torch.cat([values[b, int(first[b]), :half], values[b, int(second[b]), half:]])
-                for b in range(batch)
-            ]
-        ).unsqueeze(1)
-        cases.append(
-            (
-                f"values {(batch, n, d_v)}",
-                (values, first, second),
-                expected,
-                "the first half comes from the key at `first`, the second half from `second`; "
-                "pick one value per example, not every example's value at those keys; "
-                + _see("Exercises", _LEARNS),
-            )
-        )
-    return _run("check_two_part_targets", fn, cases, mistakes=check_two_part_targets.mistakes)

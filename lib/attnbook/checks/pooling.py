@@ -17,6 +17,7 @@ from ._core import (
     _see,
     knows,
 )
+from ._explain import explainer
 
 # ---------------------------------------------------------------- Attention Pooling
 
@@ -125,7 +126,13 @@ def check_epanechnikov(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckRepor
             "work elementwise and keep the input's shape; " + _KERNEL,
         ),
     ]
-    return _run("check_epanechnikov", fn, cases, mistakes=check_epanechnikov.mistakes)
+    return _run(
+        "check_epanechnikov",
+        fn,
+        cases,
+        mistakes=check_epanechnikov.mistakes,
+        explain=explainer(("entry",)),
+    )
 
 
 def _gaussian_reference(x_query: torch.Tensor, x_train: torch.Tensor, width: float):
@@ -193,6 +200,22 @@ _WEIGHTS = _see("The Gaussian weights are a softmax", _POOLING)
         "the weights are right but transposed, (n_train, n_query): the answer has one "
         "row per query and one column per key; " + _WEIGHTS,
     ),
+    Mistake(
+        "not normalised",
+        lambda x, xs, w: torch.exp(-((_differences(x, xs) / w) ** 2) / 2),
+        "this looks like the kernel values exp(-((x - x_i) / sigma)^2 / 2) themselves: "
+        "the weights are those values divided by their row's sum, so that each query's "
+        "weights sum to 1; torch.softmax of the scores does both; " + _WEIGHTS,
+    ),
+    Mistake(
+        "softmax over every entry",
+        lambda x, xs, w: torch.softmax(
+            (-((_differences(x, xs) / w) ** 2) / 2).flatten(), dim=0
+        ).reshape(len(x), len(xs)),
+        "this looks like one softmax over the whole (n_query, n_train) matrix: all "
+        "entries together sum to 1, not each query's row; softmax over the last axis, "
+        "dim=-1; " + _WEIGHTS,
+    ),
 )
 def check_gaussian_weights(
     fn: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor],
@@ -238,4 +261,10 @@ def check_gaussian_weights(
             "torch.softmax subtracts the largest score first; " + _WEIGHTS,
         )
     )
-    return _run("check_gaussian_weights", fn, cases, mistakes=check_gaussian_weights.mistakes)
+    return _run(
+        "check_gaussian_weights",
+        fn,
+        cases,
+        mistakes=check_gaussian_weights.mistakes,
+        explain=explainer(("query", "key")),
+    )

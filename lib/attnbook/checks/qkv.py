@@ -16,6 +16,7 @@ from ._core import (
     _see,
     knows,
 )
+from ._explain import explainer
 
 # ---------------------------------------------------------------- Queries, Keys and Values
 
@@ -97,6 +98,25 @@ def _softmax_shifted(X: torch.Tensor, shift: torch.Tensor, dim: int = -1) -> tor
         "top weight is then 1 and the row sums to more than 1; "
         + _see("From scores to weights", _QKV),
     ),
+    Mistake(
+        "one sum for the whole tensor",
+        lambda X: torch.exp(X) / torch.exp(X).sum(),
+        "this looks like exp(X) / exp(X).sum(): a sum with no dim adds up the whole "
+        "tensor, so all rows together sum to 1, not each row, and with no shift exp "
+        "overflows beyond x = 88.7; subtract each row's maximum, then divide by "
+        "e.sum(dim=-1, keepdim=True); " + _see("From scores to weights", _QKV),
+    ),
+    Mistake(
+        "log-softmax",
+        lambda X: (
+            X
+            - X.max(dim=-1, keepdim=True).values
+            - torch.log(torch.exp(X - X.max(dim=-1, keepdim=True).values).sum(dim=-1, keepdim=True))
+        ),
+        "this looks like the log of the softmax (every answer <= 0, log_softmax or "
+        "X - logsumexp): the weights are the exponentials divided by their row's sum, "
+        "not their logarithm; " + _see("From scores to weights", _QKV),
+    ),
 )
 def check_softmax(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
     """Check ``fn(X)``: softmax over the last axis of a (rows, columns) tensor.
@@ -147,7 +167,13 @@ def check_softmax(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
             "(not its minimum or mean); " + _see("Softmax without overflow", _QKV),
         ),
     ]
-    return _run("check_softmax", fn, cases, mistakes=check_softmax.mistakes)
+    return _run(
+        "check_softmax",
+        fn,
+        cases,
+        mistakes=check_softmax.mistakes,
+        explain=explainer(("row", "column")),
+    )
 
 
 def _normalized(S: torch.Tensor) -> torch.Tensor:
@@ -206,6 +232,19 @@ def _without_row(row: int) -> Callable[[Callable], Callable]:
         "divided by the sum of row j; keep the axis with S.sum(dim=-1, keepdim=True); "
         + _see("From scores to weights", _QKV),
     ),
+    Mistake(
+        "divides by the mean",
+        lambda S: S / S.mean(dim=-1, keepdim=True),
+        "this looks like a division by each row's mean, not its sum: every row then "
+        "sums to its number of columns, not to 1; " + _see("From scores to weights", _QKV),
+    ),
+    Mistake(
+        "divides by the length",
+        lambda S: S / S.norm(dim=-1, keepdim=True),
+        "this looks like a division by each row's length (S.norm(dim=-1), the square root "
+        "of the sum of squares): each row then has length 1, but weights must sum to 1, "
+        "so divide by the plain sum; " + _see("From scores to weights", _QKV),
+    ),
 )
 def check_normalize(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
     """Check ``fn(scores)``: divide nonnegative (rows, columns) scores by each row's sum.
@@ -248,4 +287,10 @@ def check_normalize(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
             probe=_without_row(1),
         ),
     ]
-    return _run("check_normalize", fn, cases, mistakes=check_normalize.mistakes)
+    return _run(
+        "check_normalize",
+        fn,
+        cases,
+        mistakes=check_normalize.mistakes,
+        explain=explainer(("row", "column")),
+    )

@@ -17,6 +17,7 @@ from ._core import (
     _see,
     knows,
 )
+from ._explain import explainer
 
 # ---------------------------------------------------------------- Scoring Functions
 
@@ -86,6 +87,26 @@ _SDP = _see("Scaled dot-product attention", _SCORING)
         "this looks like a softmax over the queries (dim=1): each query's weights must "
         "sum to 1 over the keys, the last axis (dim=-1); " + _SDP,
     ),
+    Mistake(
+        "multiplied by sqrt(d)",
+        lambda Q, K, V: _sdp(Q, K, V, 1 / math.sqrt(Q.shape[-1])),
+        "this looks like the scores multiplied by sqrt(d) instead of divided: the scale "
+        "makes the scores smaller, Q K^T / sqrt(d), d = Q.shape[-1]; " + _SDP,
+    ),
+    Mistake(
+        "no softmax",
+        lambda Q, K, V: Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]) @ V,
+        "this looks like the scaled scores multiplied by V with no softmax: the scores "
+        "become weights, each query's row summing to 1 over the keys, through a softmax "
+        "(dim=-1) before they weight the values; " + _SDP,
+    ),
+    Mistake(
+        "the weights, not the output",
+        lambda Q, K, V: torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1),
+        "this looks like the attention weights, (batch, queries, keys): the answer is "
+        "those weights applied to the values, weights @ V, of shape (batch, queries, "
+        "value size); " + _SDP,
+    ),
 )
 def check_scaled_dot_product(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
@@ -113,7 +134,13 @@ def check_scaled_dot_product(
                 sizes + _SDP,
             )
         )
-    return _run("check_scaled_dot_product", fn, cases, mistakes=check_scaled_dot_product.mistakes)
+    return _run(
+        "check_scaled_dot_product",
+        fn,
+        cases,
+        mistakes=check_scaled_dot_product.mistakes,
+        explain=explainer(("batch", "query", "value feature")),
+    )
 
 
 _ENTROPY = _see("Exercises", _SCORING)
@@ -150,6 +177,24 @@ _ENTROPY = _see("Exercises", _SCORING)
         lambda p: -torch.xlogy(p, p).sum(dim=0),
         "this looks like a sum over the first axis (dim=0): each row is one query's "
         "weights, so sum over the last axis, dim=-1; " + _ENTROPY,
+    ),
+    Mistake(
+        "keepdim",
+        lambda p: -torch.xlogy(p, p).sum(dim=-1, keepdim=True),
+        "the values are right but the sum kept its axis (keepdim=True): the answer has "
+        "one entropy per row, the weights' shape without the last axis; " + _ENTROPY,
+    ),
+    Mistake(
+        "one number",
+        lambda p: -torch.xlogy(p, p).sum(),
+        "this looks like one sum over the whole tensor (.sum() with no dim): the answer "
+        "is one entropy per row, a sum over the last axis, dim=-1; " + _ENTROPY,
+    ),
+    Mistake(
+        "log base 10",
+        lambda p: -torch.xlogy(p, p).sum(dim=-1) / math.log(10),
+        "this looks like log base 10 (torch.log10): the exercise uses the natural log, "
+        "torch.log, so 8 equal weights give log 8 = 2.079, not 0.903; " + _ENTROPY,
     ),
 )
 def check_entropy(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
@@ -189,4 +234,10 @@ def check_entropy(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
             formula,
         ),
     ]
-    return _run("check_entropy", fn, cases, mistakes=check_entropy.mistakes)
+    return _run(
+        "check_entropy",
+        fn,
+        cases,
+        mistakes=check_entropy.mistakes,
+        explain=explainer(("batch", "row")),
+    )
