@@ -128,3 +128,78 @@ def test_deck_offline_typeset_fitting_and_live(name, browser, base):
             assert page.evaluate("Reveal.getIndices().h") == slide, "typing turned the slide"
         assert tab.blocked == [], f"{name}: requests left the page: {tab.blocked}"
         assert tab.errors == [], f"{name}: console errors: {tab.errors}"
+
+
+# The live explorers (chapters 10, 11, 13 and 15): the reader's own input, answered in the deck,
+# offline. Each kind with a driver is driven as its site test drives it and compared with PyTorch
+# on the deck's own weights; any other live explorer gets a typed key and must redraw.
+def _deck_state(host) -> dict:
+    """The state a live explorer's fragment carries, weights decoded to bytes."""
+    import base64
+    import json
+
+    state = json.loads(host.locator(".attnbook-live-state").text_content())
+    return {k: base64.b64decode(v) if k.endswith("weights") else v for k, v in state.items()}
+
+
+def _drive_dates(page, host) -> None:
+    from tests.test_live_browser_dates import check_against_pytorch, type_into
+
+    shown = type_into(page, "1999/3/3")
+    assert shown["text"] == "1999/3/3" and shown["mapShown"], shown["text"]
+    check_against_pytorch(shown, _deck_state(host))
+
+
+def _drive_digits(page, host) -> None:
+    from tests.test_live_browser_digits import check_against_pytorch, result, stroke_with_mouse
+
+    state = _deck_state(host)
+    host.locator("button").click()  # clear the grid
+    stroke = [(1, 2), (1, 3), (1, 4), (1, 5), (2, 5), (3, 4), (4, 4), (5, 3), (6, 3)]
+    stroke_with_mouse(page, stroke)
+    drawn = result(page)
+    assert {divmod(i, 8) for i, v in enumerate(drawn["pixels"]) if v} == set(stroke)
+    check_against_pytorch(drawn, state["weights"], state["arch"], state["mean_image"])
+    canvas = host.locator("canvas").first
+    canvas.focus()
+    page.keyboard.press("ArrowRight")  # the focus cell: from (6, 3) to (6, 4)
+    page.keyboard.press("Space")  # ink it; in the deck, neither key may turn the slide
+    keyed = result(page)
+    assert keyed["pixels"][6 * 8 + 4] > 0 and keyed["updates"] == drawn["updates"] + 1
+    check_against_pytorch(keyed, state["weights"], state["arch"], state["mean_image"])
+
+
+def _drive_any(page, host) -> None:
+    updates = "el => Number(el.querySelector('.attnbook-live-result').dataset.updates)"
+    before = host.evaluate(updates)
+    host.locator("input[type=text], textarea").first.press_sequentially(" ab")
+    page.wait_for_function(f"([el, n]) => ({updates})(el) > n", arg=[host.element_handle(), before])
+
+
+LIVE_DRIVERS = {".attnbook-live-dates": _drive_dates, ".attnbook-live-digits": _drive_digits}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deck_live_explorers_answer_the_readers_input(name, browser, base):
+    built(name)
+    with Offline(browser, viewport={"width": 1280, "height": 720}) as tab:
+        page = tab.page
+        page.goto(f"{base}/{name}.html", wait_until="load")
+        page.wait_for_function("window.Reveal && Reveal.isReady()")
+        hosts = page.locator(".attnbook-live-host")
+        for index in range(hosts.count()):
+            host = hosts.nth(index)
+            slide = host.evaluate(
+                "el => [...document.querySelectorAll('.slides > section')]"
+                ".indexOf(el.closest('section'))"
+            )
+            page.evaluate(f"Reveal.slide({slide})")
+            page.wait_for_function(
+                "el => el.querySelector('.attnbook-live-result[data-updates]')",
+                arg=host.element_handle(),
+            )
+            kind = next((k for k in LIVE_DRIVERS if host.locator(k).count()), None)
+            LIVE_DRIVERS.get(kind, _drive_any)(page, host)
+            assert page.evaluate("Reveal.getIndices().h") == slide, "a key turned the slide"
+        assert tab.blocked == [], f"{name}: requests left the page: {tab.blocked}"
+        assert tab.errors == [], f"{name}: console errors: {tab.errors}"

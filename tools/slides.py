@@ -192,7 +192,10 @@ window.MathJax = {{
 Reveal.initialize({{
   width: {width}, height: {height}, margin: 0.04, center: false, hash: true,
   slideNumber: "c/t", transition: "none", controls: true, progress: true,
-  pdfMaxPagesPerSlide: 1, pdfSeparateFragments: false
+  pdfMaxPagesPerSlide: 1, pdfSeparateFragments: false,
+  // A key pressed inside an explorer is the explorer's (the drawing grid's arrows and
+  // Space, a button's Space): reveal.js leaves alone only text fields otherwise.
+  keyboardCondition: (event) => !event.target.closest(".attnbook-live-host, .attnbook-explorer")
 }});
 // The ?print-pdf view lays its pages out after Reveal is ready; tools/slides.py waits for this.
 Reveal.on("pdf-ready", () => {{ document.documentElement.dataset.pdfReady = "1"; }});
