@@ -18,13 +18,6 @@ from tools.browser import Offline, controls, picture, step_control
 from tools.site import serve
 
 NAMES = slides.deck_names()
-# The reader's own input for each kind of live explorer (attnbook.widgets.live):
-# its text field, what is typed, and what its status line then says. The
-# explorers' numbers are checked against PyTorch in tests/test_live_browser*.py.
-READER_INPUT = {
-    "attnbook-live-lm": ("textarea", "The key ", "After 8 characters the likeliest"),
-    "attnbook-live-induction": ("input[type=text]", "5 6 7 8 5 6 7", "of 6 positions."),
-}
 
 
 def built(name: str):
@@ -101,31 +94,6 @@ def test_deck_offline_typeset_fitting_and_live(name, browser, base):
                 page.wait_for_timeout(50)
             assert picture(explorer)["key"] != before, f"{name}: explorer {index} did not answer"
             assert page.evaluate("Reveal.getIndices().h") == slide, "the arrow key turned the slide"
-        lives = page.locator(".attnbook-live-host")
-        for index in range(lives.count()):
-            host = lives.nth(index)
-            slide = host.evaluate(
-                "el => [...document.querySelectorAll('.slides > section')]"
-                ".indexOf(el.closest('section'))"
-            )
-            page.evaluate(f"Reveal.slide({slide})")
-            kind = host.locator(".attnbook-live").evaluate(
-                f"el => {sorted(READER_INPUT)}.find(k => el.classList.contains(k)) || el.className"
-            )
-            assert kind in READER_INPUT, (
-                f"{name}: live explorer {kind!r} has no reader's input here"
-            )
-            field, typed, answer = READER_INPUT[kind]
-            box = host.locator(field)
-            box.fill("")
-            box.press_sequentially(typed)  # a key at a time, as a reader types
-            status = host.locator("[role=status]")
-            for _ in range(40):  # up to 2 s for the explorer to answer
-                if answer in status.text_content():
-                    break
-                page.wait_for_timeout(50)
-            assert answer in status.text_content(), f"{name}: live explorer {index} did not answer"
-            assert page.evaluate("Reveal.getIndices().h") == slide, "typing turned the slide"
         assert tab.blocked == [], f"{name}: requests left the page: {tab.blocked}"
         assert tab.errors == [], f"{name}: console errors: {tab.errors}"
 
@@ -169,6 +137,25 @@ def _drive_digits(page, host) -> None:
     check_against_pytorch(keyed, state["weights"], state["arch"], state["mean_image"])
 
 
+def _typed(field: str, typed: str, answer: str):
+    """A driver that types into the explorer's text field, a key at a time as a reader types,
+    and waits for its status line to say ``answer`` (the numbers themselves are checked
+    against PyTorch in tests/test_live_browser_lm.py and tests/test_live_browser.py)."""
+
+    def drive(page, host) -> None:
+        box = host.locator(field)
+        box.fill("")
+        box.press_sequentially(typed)
+        status = host.locator("[role=status]")
+        for _ in range(40):  # up to 2 s for the explorer to answer
+            if answer in status.text_content():
+                break
+            page.wait_for_timeout(50)
+        assert answer in status.text_content(), f"no answer to {typed!r}: {status.text_content()}"
+
+    return drive
+
+
 def _drive_any(page, host) -> None:
     updates = "el => Number(el.querySelector('.attnbook-live-result').dataset.updates)"
     before = host.evaluate(updates)
@@ -176,7 +163,12 @@ def _drive_any(page, host) -> None:
     page.wait_for_function(f"([el, n]) => ({updates})(el) > n", arg=[host.element_handle(), before])
 
 
-LIVE_DRIVERS = {".attnbook-live-dates": _drive_dates, ".attnbook-live-digits": _drive_digits}
+LIVE_DRIVERS = {
+    ".attnbook-live-dates": _drive_dates,
+    ".attnbook-live-digits": _drive_digits,
+    ".attnbook-live-lm": _typed("textarea", "The key ", "After 8 characters the likeliest"),
+    ".attnbook-live-induction": _typed("input[type=text]", "5 6 7 8 5 6 7", "of 6 positions."),
+}
 
 
 @pytest.mark.parametrize("name", NAMES)
