@@ -56,6 +56,7 @@ class Exercise:
     stars: int
     title: str
     text: str  # its own paragraphs, without the folded solution
+    raw: str  # its own paragraphs, folded solution included
 
     def asked(self) -> list[str]:
         return ASKED.findall(self.text)
@@ -79,14 +80,15 @@ def exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
         matches = list(EXERCISE.finditer(cell.source))
         for k, match in enumerate(matches):
             end = matches[k + 1].start() if k + 1 < len(matches) else len(cell.source)
-            text = DROPDOWN.sub("", cell.source[match.start() : end])
+            raw = cell.source[match.start() : end]
             found.append(
                 Exercise(
                     cell=index,
                     number=match.group(1) or str(len(found) + 1),
                     stars=len(match.group(2)),
                     title=match.group(3).strip().rstrip("."),
-                    text=text,
+                    text=DROPDOWN.sub("", raw),
+                    raw=raw,
                 )
             )
     return found
