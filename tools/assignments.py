@@ -211,7 +211,7 @@ def read_questions(path: Path, wanted: set[str] | None, converter) -> list[Quest
             question.solution = solution_code(cell.source, meta["solution"], meta["answer"])
             question.solution_lines = [
                 line.strip()
-                for line in _code(cell.source).splitlines()
+                for line in question.solution.splitlines()
                 if len(line.strip()) > 12 and not line.strip().startswith(("#", "def ", "return"))
             ]
             question.rubric = None
@@ -326,11 +326,12 @@ def leaks(student: Path, questions: list[Question]) -> list[str]:
     return found
 
 
-def build(path: Path, wanted: set[str] | None, out: Path, otter: str) -> Path | None:
-    """Write the master of one chapter and run otter assign; the assignment's folder."""
-    from tools.readers_edition import Converter, scan_book
+def build(path: Path, wanted: set[str] | None, out: Path, otter: str, book) -> Path | None:
+    """Write the master of one chapter and run otter assign; the assignment's folder.
+    ``book`` is the reader's edition's scan of the book (its links and citations)."""
+    from tools.readers_edition import Converter
 
-    questions = read_questions(path, wanted, Converter(scan_book(), path.stem))
+    questions = read_questions(path, wanted, Converter(book, path.stem))
     if not any(q.check for q in questions):
         return None
     folder = out / path.stem
@@ -375,9 +376,12 @@ def main(argv: list[str]) -> int:
         if unknown:
             raise SystemExit(f"--exercises: no chapter named {sorted(unknown)}")
         paths = [p for p in paths if p.stem in chapters]
+    from tools.readers_edition import scan_book
+
+    book = scan_book()
     built = []
     for path in paths:
-        folder = build(path, wanted, args.out, args.otter)
+        folder = build(path, wanted, args.out, args.otter, book)
         if folder is not None:
             built.append(folder)
     if wanted is not None:
