@@ -261,7 +261,7 @@ BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupy
 SOURCE_TESTS := tests/test_notebooks.py tests/test_readers_edition.py tests/test_lock.py \
   tests/test_nbtools.py tests/test_browser_lookup.py tests/test_nbval_executed.py \
   tests/test_regression_bites.py tests/test_release.py tests/test_readme.py \
-  tests/test_instructor_guide.py tests/test_slides.py tests/test_exercise_metadata.py
+  tests/test_instructor_guide.py tests/test_slides.py tests/test_exercise_metadata.py tests/test_grade.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(BOOK_TESTS) \

@@ -87,9 +87,12 @@ def not_a_notebook(path: Path) -> str | None:
     return f"not a notebook: {path.name} is neither a .ipynb nor an exported .zip"
 
 
-def run_otter(zip_path: Path, submission: Path, timeout: float) -> tuple[object | None, str | None]:
-    """otter run on one submission in a process group of its own: (results, problem)."""
-    otter = Path(sys.executable).parent / "otter"
+def run_otter(
+    zip_path: Path, submission: Path, timeout: float, otter: Path | None = None
+) -> tuple[object | None, str | None]:
+    """otter run on one submission in a process group of its own: (results, problem).
+    ``otter`` is the command, by default the one beside this Python."""
+    otter = otter or Path(sys.executable).parent / "otter"
     with tempfile.TemporaryDirectory() as out:
         process = subprocess.Popen(
             [
@@ -114,7 +117,7 @@ def run_otter(zip_path: Path, submission: Path, timeout: float) -> tuple[object 
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
-            return None, f"ran past the time limit of {timeout:g} s (an endless loop?); graded zero"
+            return None, f"ran past the time limit of {timeout:g} s (an endless loop?)"
         pickled = Path(out) / "results.pkl"
         if process.returncode != 0 or not pickled.exists():
             last = [line for line in output.splitlines() if line.strip()][-1:] or ["no output"]
