@@ -29,7 +29,7 @@ PORT ?= 8000
 
 .PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
         test-notebooks test-sources test-slow test-fresh-site test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
-        slides readers-edition dist release reopen \
+        slides readers-edition dist release reopen otter-env assignments grade \
         lm-checkpoint seq2seq-runs positions-sweep vit-sweep live-weights test-live-js
 
 help:
@@ -51,6 +51,8 @@ help:
 	@echo "make site       the PDF, then the website linking it"
 	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
 	@echo "make slides     every chapter's slide deck: _build/html/slides/NAME.html and NAME.pdf"
+	@echo "make assignments  graded assignments (otter-grader) in _build/assignments (EXERCISES=id,... NB=...)"
+	@echo "make grade ASSIGNMENT=NAME SUBMISSIONS=DIR  grade submissions offline: DIR/grades.csv, DIR/feedback/"
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
 	@echo "make lock       regenerate requirements.txt (the lock) after editing requirements.in"
 	@echo "make dist       build attnbook's wheel and sdist into dist/"
@@ -99,7 +101,7 @@ UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 \
 # Each lock is rewritten only when its content changes, so an unchanged lock
 # does not make the next command rebuild .venv.
 lock: $(STAMP)
-	@for source in requirements.in tools/requirements-colab.in; do \
+	@for source in requirements.in tools/requirements-colab.in tools/requirements-otter.in; do \
 	  lock="$${source%.in}.txt"; draft="$(VENV)/lock-draft.txt"; cp "$$lock" "$$draft"; \
 	  $(UV_COMPILE) "$$source" -o "$$draft"; \
 	  if cmp -s "$$draft" "$$lock"; then echo "$$lock: unchanged"; \
@@ -117,6 +119,44 @@ $(COLAB_LIB): $(COLAB_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib
 	touch $(COLAB_LIB)
 
 colab-env: $(COLAB_LIB)
+
+# The grading environment (`make assignments`, `make grade`): otter-grader at
+# the version tools/requirements-otter.txt locks, beside the readers' lock, and
+# attnbook installed (non-editable) from lib/, reinstalled whenever lib/ changes.
+OTTER_VENV := .venv-otter
+OTTER_STAMP := $(OTTER_VENV)/.installed
+$(OTTER_STAMP): tools/requirements-otter.txt
+	rm -rf $(OTTER_VENV)
+	$(PYTHON) -m venv $(OTTER_VENV)
+	$(OTTER_VENV)/bin/python -m pip install --quiet $$(grep -m1 '^pip==' tools/requirements-otter.txt)
+	$(OTTER_VENV)/bin/python -m pip install --quiet -r tools/requirements-otter.txt
+	touch $(OTTER_STAMP)
+OTTER_LIB := $(OTTER_VENV)/.attnbook
+$(OTTER_LIB): $(OTTER_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* $(LIVE_FILES))
+	$(OTTER_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall ./lib
+	touch $(OTTER_LIB)
+
+otter-env: $(OTTER_LIB)
+
+# Graded assignments (tools/assignments.py): an otter master notebook per chapter
+# with checked exercises, or for the exercises named (EXERCISES=id,id,...), then
+# `otter assign` into _build/assignments/NAME/{student,autograder}. NB=book/NAME.ipynb
+# builds one chapter. The masters are written in .venv (the reader's-edition
+# converter), otter runs in .venv-otter. The instructor guide, "Assignments and grading", says how to use them.
+EXERCISES ?=
+assignments: $(STAMP) $(OTTER_LIB)
+	$(BIN)/python -m tools.assignments --otter $(OTTER_VENV)/bin/otter \
+	  $(if $(EXERCISES),--exercises $(EXERCISES)) $(NB)
+
+# Grade a folder of submissions offline, without Docker (tools/grade.py):
+# SUBMISSIONS/grades.csv and SUBMISSIONS/feedback/NAME.txt. It runs the students'
+# code: do it in a throwaway container or account.
+ASSIGNMENT ?=
+SUBMISSIONS ?=
+TIMEOUT ?=
+grade: $(OTTER_LIB)
+	@test -n "$(ASSIGNMENT)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=masked-softmax SUBMISSIONS=DIR"; exit 2; }
+	$(OTTER_VENV)/bin/python -m tools.grade $(ASSIGNMENT) $(SUBMISSIONS) $(if $(TIMEOUT),--timeout $(TIMEOUT))
 
 # The chapters' kernels read book/_ext/ipython_kernel_config.py (it drops
 # ipykernel's notice about local TCP, see its docstring) from a profile in _build.
@@ -222,8 +262,8 @@ BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupy
 SOURCE_TESTS := tests/test_notebooks.py tests/test_readers_edition.py tests/test_lock.py \
   tests/test_nbtools.py tests/test_browser_lookup.py tests/test_nbval_executed.py \
   tests/test_regression_bites.py tests/test_release.py tests/test_readme.py \
-  tests/test_instructor_guide.py tests/test_slides.py
-SOURCE_TESTS += tests/test_student_edition.py
+  tests/test_instructor_guide.py tests/test_slides.py tests/test_exercise_metadata.py tests/test_grade.py \
+  tests/test_student_edition.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(BOOK_TESTS) \
@@ -239,7 +279,7 @@ test-sources: $(STAMP) | $(SOURCES_AFTER)
 # proofs that the test machinery bites (a changed stored digit fails strict
 # nbval on every chapter; nbval's executed notebooks are what the build files).
 # They need no built site.
-test-slow: $(STAMP)
+test-slow: $(STAMP) $(OTTER_LIB)
 	$(BIN)/python -m pytest -p no:cacheprovider -q -m slow $(BOOK_TESTS)
 
 # Every static explorer driven offline, axe-core in light and dark mode, the

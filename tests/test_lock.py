@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements.txt"
 COLAB_LOCK = ROOT / "tools" / "requirements-colab.txt"
 COLAB_VENV = ROOT / ".venv-colab"
+# The grading environment's lock (make assignments, make grade).
+OTTER_LOCK = ROOT / "tools" / "requirements-otter.txt"
 # Names of CUDA builds' packages: none may be selected on a machine without a GPU.
 CUDA_PACKAGE = re.compile(r"^(nvidia-|triton|cuda-)")
 
@@ -171,6 +173,7 @@ def test_colab_env_holds_exactly_its_lock():
     [
         ("requirements.in", LOCK),
         ("tools/requirements-colab.in", COLAB_LOCK),
+        ("tools/requirements-otter.in", OTTER_LOCK),
     ],
 )
 @pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
@@ -189,7 +192,7 @@ def test_lock_satisfies_its_source(source, lock, machine, python):
         )
 
 
-@pytest.mark.parametrize("lock", [LOCK, COLAB_LOCK], ids=lambda p: p.name)
+@pytest.mark.parametrize("lock", [LOCK, COLAB_LOCK, OTTER_LOCK], ids=lambda p: p.name)
 @pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
 @pytest.mark.parametrize("python", ["3.11", "3.12"])
 def test_linux_gets_cpu_torch_and_no_cuda(lock, machine, python):

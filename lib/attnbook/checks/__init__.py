@@ -25,11 +25,15 @@ The checkers live in one module per chapter (``qkv``, ``pooling``,
 ``scale``, ``seq2seq``, ``positions``, ``vit``); import them from here.
 :func:`known_mistakes` lists every checker's known mistakes and their
 diagnoses (the instructor guide's "Common mistakes" is generated from it).
+:func:`report_for` and :func:`case_verdict` serve graded assignments
+(tools/assignments.py): one report per checker, function and seed, and a
+verdict per case.
 """
 
 from ._core import CheckReport
 from ._core import _compare as _compare  # the library's tests use these two
 from ._core import _run as _run
+from ._grading import case_verdict, report_for
 from .induction import check_induction_score, check_previous_token_score
 from .learns import check_right_key_accuracy, check_two_part_targets
 from .lm import check_causal_mask, check_kv_cache, check_kv_cache_size
@@ -52,6 +56,8 @@ from .vit import check_attention_rollout, check_ink, check_patchify
 __all__ = [
     "CheckReport",
     "known_mistakes",
+    "report_for",
+    "case_verdict",
     "check_causal_lengths",
     "check_causal_self_attention",
     "check_entropy",

@@ -1,0 +1,138 @@
+"""One chapter's graded assignment, built and graded end to end (slow tier).
+
+`make assignments` builds masked-softmax's assignment with otter-grader
+(tools/assignments.py), and `make grade` grades three submissions with its
+autograder (tools/grade.py): the solutions (full marks), the untouched student
+notebook (zero) and the solutions with the classic off-by-one of causal
+lengths (fewer points, and the checker's diagnosis in the feedback). The
+student notebook must hold no solution code, no rubric and no hidden test.
+About two minutes: otter assign runs the solutions against every test, and
+each submission is graded in a fresh process.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools import assignments
+
+ROOT = Path(__file__).resolve().parent.parent
+OTTER_VENV = ROOT / ".venv-otter" / "bin"
+CHAPTER = ROOT / "book" / "masked-softmax.ipynb"
+OFF_BY_ONE = "this looks like lengths 0, 1, ..., queries - 1"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    assert (OTTER_VENV / "otter").exists(), "no .venv-otter: run make otter-env"
+    out = tmp_path_factory.mktemp("assignments")
+    code = assignments.main(["--out", str(out), "--otter", str(OTTER_VENV / "otter"), str(CHAPTER)])
+    assert code == 0
+    return out / "masked-softmax"
+
+
+def _answer_cells(nb):
+    return [c for c in nb.cells if "otter_answer_cell" in c.metadata.get("tags", [])]
+
+
+def test_the_student_notebook_holds_no_solution(built):
+    student = nbformat.read(built / "student" / "masked-softmax.ipynb", as_version=4)
+    text = "\n".join(c.source for c in student.cells)
+    chapter = nbformat.read(CHAPTER, as_version=4)
+    solutions = [c.source for c in chapter.cells if "solution" in c.metadata.get("tags", [])]
+    code_lines = {
+        line.strip()
+        for source in solutions
+        for line in source.splitlines()
+        if len(line.strip()) > 12 and not line.strip().startswith(("#", "def ", "return"))
+    }
+    assert code_lines  # the chapter has solution code to look for
+    assert not [line for line in code_lines if line in text]
+    assert "solution_" not in text
+    # The written exercises' model answers (the book's dropdowns) are not there either.
+    assert "75 scores" not in text and "AND-ed with a lower-triangular" not in text
+    # Only the public tests reach the student: the hidden ones run on seed 1.
+    assert "seed=1" not in nbformat.writes(student)
+    assert "seed=0" in nbformat.writes(student)
+    answers = [c.source for c in _answer_cells(student) if c.cell_type == "code"]
+    assert answers == [
+        "def masked_softmax_renorm(X, valid_lens):\n    ...",
+        "def causal_lengths(batch, queries):\n    ...",
+    ]
+
+
+def test_the_autograder_has_hidden_tests_on_fresh_inputs(built):
+    zips = list((built / "autograder").glob("*.zip"))
+    assert len(zips) == 1
+    import zipfile
+
+    with zipfile.ZipFile(zips[0]) as archive:
+        test = archive.read("tests/causal_lengths.py").decode()
+    assert test.count("hidden=True") == test.count("hidden=False") == 5
+    assert test.count("seed=1") == 5
+
+
+def test_grading_three_submissions(built, tmp_path):
+    solved = nbformat.read(built / "autograder" / "masked-softmax.ipynb", as_version=4)
+    nbformat.write(solved, tmp_path / "solutions.ipynb")
+    untouched = nbformat.read(built / "student" / "masked-softmax.ipynb", as_version=4)
+    nbformat.write(untouched, tmp_path / "untouched.ipynb")
+    slip = nbformat.read(built / "autograder" / "masked-softmax.ipynb", as_version=4)
+    (cell,) = [c for c in slip.cells if "torch.arange(1, queries + 1)" in c.source]
+    cell.source = cell.source.replace("torch.arange(1, queries + 1)", "torch.arange(queries)")
+    nbformat.write(slip, tmp_path / "off_by_one.ipynb")
+
+    subprocess.run(
+        [
+            str(OTTER_VENV / "python"),
+            "-m",
+            "tools.grade",
+            "masked-softmax",
+            str(tmp_path),
+            "--assignments",
+            str(built.parent),
+        ],
+        cwd=ROOT,
+        check=True,
+    )
+    with (tmp_path / "grades.csv").open() as f:
+        rows = {row["submission"]: row for row in csv.DictReader(f)}
+    columns = list(next(iter(rows.values())))
+    assert columns == [
+        "submission",
+        "masked_softmax_without_a_fill_value",
+        "causal_lengths",
+        "masking_or_cropping",
+        "padding_on_the_left",
+        "total",
+        "possible",
+    ]
+    assert sorted(rows) == ["off_by_one", "solutions", "untouched"]
+    assert all(row["possible"] == "4" for row in rows.values())  # 3 + 1 stars checked
+    assert rows["solutions"]["total"] == "4.00"
+    assert rows["untouched"]["total"] == "0.00"
+    assert rows["off_by_one"]["masked_softmax_without_a_fill_value"] == "3.00"
+    assert rows["off_by_one"]["causal_lengths"] == "0.00"
+    assert rows["off_by_one"]["total"] == "3.00"
+    assert rows["solutions"]["masking_or_cropping"] == ""  # written: graded by hand
+    feedback = (tmp_path / "feedback" / "off_by_one.txt").read_text()
+    assert "causal_lengths (exercise masked-softmax/causal-lengths): 0.00 of 1" in feedback
+    assert f"Likely mistake: {OFF_BY_ONE}" in feedback
+    assert "the book's cases: 0 of 5 passed; fresh cases: 0 of 5 passed" in feedback
+    untouched_feedback = (tmp_path / "feedback" / "untouched.txt").read_text()
+    assert "Score: 0.00 of 4 points" in untouched_feedback
+    assert re.search(r"the book's cases: 0 of 13 passed", untouched_feedback)
+    assert "Score: 4.00 of 4 points" in (tmp_path / "feedback" / "solutions.txt").read_text()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-m", "slow"]))

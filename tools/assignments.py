@@ -1,0 +1,398 @@
+"""Graded assignments from the chapters' exercises, with otter-grader.
+
+For each chapter with checked exercises (or for the exercises named with
+``--exercises id,id,...``) this writes an otter master notebook,
+``_build/assignments/NAME/master.ipynb``, then runs ``otter assign`` on it into
+``_build/assignments/NAME/student/`` (what students get: answers replaced by
+``...``, public tests only) and ``_build/assignments/NAME/autograder/`` (the
+zip to grade with, and the solutions: never hand these out). NAME is the
+chapter's file name, e.g. masked-softmax.
+
+The master is built from the exercise metadata (tools/exercise_metadata.py):
+
+- the install cell pinned to the book's branch or tag (_config.yml), then the
+  chapter's ``setup`` cells;
+- each checked exercise as a question worth its stars, the solution being the
+  solution cell's function renamed to the answer's name (with the helpers it
+  uses); one test per checker case, public (the book's cases, the student sees
+  the checker's report) and the same again hidden, on fresh random inputs
+  (``attnbook.checks.case_verdict(..., seed=1)``). The question's points are
+  shared evenly among its tests, so a student earns the share of the cases
+  their function passes; the checker runs once per question and seed;
+- each written exercise as a manually graded question, its folded solution as
+  the rubric.
+
+Run by ``make assignments``: this script in .venv, ``otter assign`` from
+.venv-otter (otter-grader and attnbook from lib/), named by ``--otter``. ``otter assign`` runs the solutions against every test, so a build that
+finishes has full marks for the solutions. After the build, no line of a
+solution, no rubric and no hidden test may appear in student/ (checked here).
+
+    python -m tools.assignments [--exercises ID,ID] [--out DIR] [CHAPTER ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
+
+from tools import nbtools
+from tools.exercise_metadata import DROPDOWN, KEY, exercises
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+OUT = ROOT / "_build" / "assignments"
+# The seed of the hidden tests' fresh cases (attnbook.checks.report_for).
+HIDDEN_SEED = 1
+# torch's CPU wheels, for the autograder's requirements (Gradescope installs them).
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+# The line under an exercise that points at its folded solution.
+POINTER = re.compile(r"^Solution: open the dropdown.*$", re.M)
+
+
+@dataclass
+class Question:
+    """One exercise of the assignment: checked (answer, check) or written (rubric)."""
+
+    ident: str
+    name: str  # otter's question name: the id's last part, in underscores
+    stars: int
+    prompt: str
+    answer: str | None = None
+    check: str | None = None
+    solution: str | None = None  # the master's solution code
+    rubric: str | None = None  # a written exercise's folded solution
+    cases: int = 0
+    solution_lines: list[str] = field(default_factory=list)
+
+
+def question_name(ident: str) -> str:
+    return ident.split("/", 1)[1].replace("-", "_")
+
+
+def _code(source: str) -> str:
+    """A cell's code without IPython's % and ! lines (otter runs plain Python)."""
+    return "\n".join(
+        line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
+    )
+
+
+def solution_code(source: str, solution: str, answer: str) -> str:
+    """The master's solution: the solution function renamed to ``answer``, its body
+    between otter's solution markers, after the cell's definitions it uses
+    (functions, imports, constants), which the student's notebook leaves out."""
+    source = _code(source)
+    tree = ast.parse(source)
+    binds: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            binds[node.name] = node
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                binds[(alias.asname or alias.name).split(".")[0]] = node
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        binds[name.id] = node
+    if solution not in binds or not isinstance(binds[solution], ast.FunctionDef):
+        raise ValueError(f"solution must be a function the cell defines, got {solution!r}")
+    main = binds[solution]
+    needed: list[ast.stmt] = []
+    todo = [main]
+    while todo:
+        node = todo.pop()
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id in binds:
+                found = binds[sub.id]
+                if found is not main and found not in needed:
+                    needed.append(found)
+                    todo.append(found)
+    needed.sort(key=lambda n: n.lineno)
+    lines = source.splitlines()
+    rename = re.compile(rf"\b{re.escape(solution)}\b")
+
+    def text(node: ast.stmt) -> str:
+        return rename.sub(answer, "\n".join(lines[node.lineno - 1 : node.end_lineno]))
+
+    header = "\n".join(lines[main.lineno - 1 : main.body[0].lineno - 1])
+    body = "\n".join(lines[main.body[0].lineno - 1 : main.end_lineno])
+    indent = re.match(r"\s*", body).group(0)
+    parts = []
+    if needed:
+        helpers = "\n\n\n".join(text(n) for n in needed)
+        parts.append(f"# BEGIN SOLUTION NO PROMPT\n{helpers}\n# END SOLUTION")
+    parts.append(
+        rename.sub(answer, header)
+        + f"\n{indent}# BEGIN SOLUTION\n{rename.sub(answer, body)}\n{indent}# END SOLUTION"
+    )
+    return "\n\n\n".join(parts)
+
+
+def case_count(check: str) -> int:
+    """How many cases ``check`` runs (the same for the public and the hidden seed)."""
+    from attnbook.checks import report_for
+
+    def nothing(*args, **kwargs):
+        return None
+
+    counts = {len(report_for(check, nothing, seed=s).lines) for s in (0, HIDDEN_SEED)}
+    if len(counts) != 1:
+        raise ValueError(f"{check} runs {sorted(counts)} cases under seeds 0 and {HIDDEN_SEED}")
+    return counts.pop()
+
+
+def test_cell(question: Question, case: int, hidden: bool) -> str:
+    seed = HIDDEN_SEED if hidden else 0
+    config = '""" # BEGIN TEST CONFIG\nhidden: true\n""" # END TEST CONFIG\n' if hidden else ""
+    kind = "fresh inputs" if hidden else "the book's case"
+    function = f"test_{'hidden' if hidden else 'case'}_{case}"
+    return (
+        f"{config}def {function}({question.answer}):\n"
+        f'    """Case {case + 1} of {question.check} ({kind})."""\n'
+        f"    from attnbook.checks import case_verdict\n\n"
+        f"    passed, why = case_verdict(\n"
+        f'        "{question.check}", {question.answer}, {case}, seed={seed}, '
+        f'answer="{question.answer}"\n'
+        f"    )\n"
+        f"    assert passed, why\n\n\n"
+        f"{function}({question.answer})"
+    )
+
+
+def _dropdown_body(text: str) -> str:
+    match = DROPDOWN.search(text)
+    if match is None:
+        return ""
+    lines = match.group(0).split("\n")[1:-1]
+    return "\n".join(lines).strip("\n")
+
+
+def read_questions(path: Path, wanted: set[str] | None, converter) -> list[Question]:
+    """The chapter's exercises as questions (all, or those whose id is in ``wanted``)."""
+    nb = nbformat.read(path, as_version=4)
+    found = exercises(nb)
+    questions: list[Question] = []
+    by_id: dict[str, Question] = {}
+    for exercise in found:
+        listed = nb.cells[exercise.cell].metadata.get(KEY, {}).get("exercises", [])
+        in_cell = [e for e in found if e.cell == exercise.cell]
+        entry = listed[in_cell.index(exercise)] if len(listed) == len(in_cell) else None
+        if entry is None:
+            raise ValueError(
+                f"{path.name}: exercise {exercise.number} has no id; "
+                f"run python -m tools.exercise_metadata {path.relative_to(ROOT)}"
+            )
+        question = Question(
+            ident=entry["exercise"],
+            name=question_name(entry["exercise"]),
+            stars=entry["stars"],
+            prompt=converter.markdown(POINTER.sub("", exercise.text).strip()),
+            rubric=converter.markdown(_dropdown_body(exercise.raw)) or None,
+        )
+        by_id[question.ident] = question
+        questions.append(question)
+    for cell in nb.cells:
+        meta = cell.metadata.get(KEY, {})
+        if "check" in meta:
+            question = by_id[meta["exercise"]]
+            question.answer, question.check = meta["answer"], meta["check"]
+            question.solution = solution_code(cell.source, meta["solution"], meta["answer"])
+            question.solution_lines = [
+                line.strip()
+                for line in question.solution.splitlines()
+                if len(line.strip()) > 12 and not line.strip().startswith(("#", "def ", "return"))
+            ]
+            question.rubric = None
+            question.cases = case_count(question.check)
+    if wanted is not None:
+        questions = [q for q in questions if q.ident in wanted]
+    return questions
+
+
+def assignment_config(name: str) -> str:
+    return f"""# ASSIGNMENT CONFIG
+name: {name}
+requirements: requirements.txt
+export_cell:
+    pdf: false
+    instructions: "Save this notebook, run this cell, and hand in the zip file it makes."
+generate:
+    pdf: false
+    show_stdout: true
+    show_hidden: false
+tests:
+    ok_format: false
+"""
+
+
+def master(path: Path, questions: list[Question]) -> nbformat.NotebookNode:
+    """The otter master notebook of a chapter's chosen exercises."""
+    chapter = nbformat.read(path, as_version=4)
+    title = re.search(r"^# (.+)$", chapter.cells[0].source, re.M).group(1)
+    setup = [
+        new_code_cell(_code(c.source))
+        for c in chapter.cells
+        if c.cell_type == "code" and "setup" in c.metadata.get("tags", [])
+    ]
+    total = sum(q.stars for q in questions)
+    cells = [
+        new_raw_cell(assignment_config(path.stem)),
+        new_markdown_cell(
+            f"# {title}: exercises\n\n"
+            f"The exercises of the chapter, {len(questions)} questions worth {total} points "
+            "(one point per star). A checked exercise earns its points case by case: "
+            "`grader.check` runs the book's checker on your function and shows its report; "
+            "the grader also runs it on fresh inputs. Run the cells from the top, write "
+            "each answer in the cell under its question, and keep the function names."
+        ),
+        new_code_cell(nbtools.install_cell_source()),
+        *setup,
+    ]
+    for q in questions:
+        if q.check is None:
+            cells += [
+                new_raw_cell(f"# BEGIN QUESTION\nname: {q.name}\nmanual: true\npoints: {q.stars}"),
+                new_markdown_cell(q.prompt),
+                new_raw_cell("# BEGIN SOLUTION"),
+                new_markdown_cell(q.rubric or "(no model answer in the book)"),
+                new_raw_cell("# END SOLUTION"),
+                new_raw_cell("# END QUESTION"),
+            ]
+            continue
+        tests = [test_cell(q, i, hidden=False) for i in range(q.cases)]
+        tests += [test_cell(q, i, hidden=True) for i in range(q.cases)]
+        cells += [
+            new_raw_cell(f"# BEGIN QUESTION\nname: {q.name}\npoints: {q.stars}"),
+            new_markdown_cell(q.prompt),
+            new_raw_cell("# BEGIN SOLUTION"),
+            new_code_cell(q.solution),
+            new_raw_cell("# END SOLUTION"),
+            new_raw_cell("# BEGIN TESTS"),
+            *[new_code_cell(t) for t in tests],
+            new_raw_cell("# END TESTS"),
+            new_raw_cell("# END QUESTION"),
+        ]
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.metadata["language_info"] = {"name": "python"}
+    return nb
+
+
+def requirements() -> str:
+    """What the autograder installs (Gradescope): torch's CPU build and attnbook at
+    the book's branch or tag, as the install cell names it."""
+    url, ref = nbtools.repository()
+    return (
+        f"--extra-index-url {TORCH_INDEX}\n"
+        "torch==2.13.0+cpu\n"
+        f"attnbook @ git+{url}@{ref}#subdirectory=lib\n"
+    )
+
+
+def leaks(student: Path, questions: list[Question]) -> list[str]:
+    """Anything of the solutions that reached the student's notebook."""
+    found = []
+    for path in sorted(student.glob("*.ipynb")):
+        text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+        embedded = json.dumps(nbformat.read(path, as_version=4).metadata)
+        for q in questions:
+            for line in q.solution_lines:
+                if line in text:
+                    found.append(f"{path.name}: solution line of {q.name}: {line!r}")
+            if q.rubric:
+                for sentence in re.split(r"(?<=[.!?])\s+", q.rubric):
+                    if len(sentence) > 40 and sentence in text:
+                        found.append(f"{path.name}: rubric of {q.name}: {sentence[:60]!r}")
+        if f"seed={HIDDEN_SEED}" in text + embedded:
+            found.append(f"{path.name}: a hidden test")
+        if "solution_" in text:
+            found.append(f"{path.name}: a name starting solution_")
+    return found
+
+
+def build(path: Path, wanted: set[str] | None, out: Path, otter: str, book) -> Path | None:
+    """Write the master of one chapter and run otter assign; the assignment's folder.
+    ``book`` is the reader's edition's scan of the book (its links and citations)."""
+    from tools.readers_edition import Converter
+
+    questions = read_questions(path, wanted, Converter(book, path.stem))
+    if not any(q.check for q in questions):
+        return None
+    folder = out / path.stem
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    nbformat.write(master(path, questions), folder / f"{path.stem}.ipynb")
+    (folder / "requirements.txt").write_text(requirements())
+    started = time.perf_counter()
+    otter = os.path.abspath(otter)
+    subprocess.run([otter, "assign", f"{path.stem}.ipynb", "."], cwd=folder, check=True)
+    found = leaks(folder / "student", questions)
+    if found:
+        raise SystemExit("solutions reached student/:\n" + "\n".join(found))
+    (folder / "questions.json").write_text(
+        json.dumps(
+            [
+                {"name": q.name, "exercise": q.ident, "points": q.stars, "checked": bool(q.check)}
+                for q in questions
+            ],
+            indent=1,
+        )
+        + "\n"
+    )
+    print(
+        f"{path.stem}: {len(questions)} questions, otter assign {time.perf_counter() - started:.1f} s"
+    )
+    return folder
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("chapters", nargs="*", type=Path)
+    parser.add_argument("--exercises", default="", help="exercise ids, comma-separated")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--otter", default=str(ROOT / ".venv-otter" / "bin" / "otter"))
+    args = parser.parse_args(argv)
+    wanted = {e.strip() for e in args.exercises.split(",") if e.strip()} or None
+    paths = args.chapters or sorted(BOOK.glob("*.ipynb"))
+    if wanted is not None:
+        chapters = {w.split("/", 1)[0] for w in wanted}
+        unknown = chapters - {p.stem for p in sorted(BOOK.glob("*.ipynb"))}
+        if unknown:
+            raise SystemExit(f"--exercises: no chapter named {sorted(unknown)}")
+        paths = [p for p in paths if p.stem in chapters]
+    from tools.readers_edition import scan_book
+
+    book = scan_book()
+    built = []
+    for path in paths:
+        folder = build(path, wanted, args.out, args.otter, book)
+        if folder is not None:
+            built.append(folder)
+    if wanted is not None:
+        got = {q["exercise"] for f in built for q in json.loads((f / "questions.json").read_text())}
+        if wanted - got:
+            raise SystemExit(
+                f"--exercises: no such checked chapter exercise {sorted(wanted - got)}"
+            )
+    print(f"{len(built)} assignments in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
