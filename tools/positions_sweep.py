@@ -148,9 +148,12 @@ def main() -> None:
     torch.set_num_threads(1)
     old = json.loads(OUT.read_text(encoding="utf-8")) if OUT.exists() else {}
     if args.missing:
-        args.parts = [part for part in PARTS if part != "ablations"]
+        args.parts = []  # every stored part is kept; only the absent ablations run
     if set(args.parts) != set(PARTS) and old.get("settings", {}).get("seeds") != args.seeds:
         raise SystemExit("re-measuring some parts needs the seeds of the existing record")
+    # Runs kept from an earlier record were measured with that record's torch.
+    kept = old.get("torch_kept", old.get("torch")) if args.parts != list(PARTS) else None
+    kept_torch = {"torch_kept": kept} if kept not in (None, torch.__version__) else {}
     result = {
         "settings": {
             "lengths": list(LENGTHS),
@@ -163,13 +166,12 @@ def main() -> None:
             "train": {"batch": 64, "lr": 3e-3, "clip": 1.0, "min_length": 8, "max_length": 32},
         },
         "torch": torch.__version__,
+        **kept_torch,
         **{part: ([] if part in args.parts else old[part]) for part in PARTS},
     }
     jobs = []
     if args.missing:
-        args.parts = []
         stored = {(_settings_key(r), r["seed"]) for r in old["ablations"]}
-        result["ablations"] = list(old["ablations"])
         jobs += [
             ("ablations", a["scheme"], seed, a)
             for a in ABLATIONS
