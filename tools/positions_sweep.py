@@ -10,9 +10,11 @@ the stored record, so the file cannot drift from the code unnoticed.
 
     python tools/positions_sweep.py            # `make positions-sweep`
 
-It is not a test. It takes about 9 minutes of CPU time (60 runs on one
+It is not a test. It takes about 13 minutes of CPU time (72 runs on one
 thread each, two at a time by default); ``--parts ablations`` re-measures
-only the ablations (30 runs) and keeps the rest of the record.
+only the ablations (42 runs) and keeps the rest of the record, and
+``--missing`` runs only the ablations the record does not hold yet (after a
+row was added to ABLATIONS), keeping every stored run as it is.
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ ABLATIONS = (
     {"task": "copy", "scheme": "rope", "steps": 600, "num_layers": 2, "rope_base": 500.0},
     {"task": "copy", "scheme": "rope", "steps": 600, "num_layers": 2, "rope_base": 1e6},
     {"task": "copy", "scheme": "alibi", "steps": 600, "num_layers": 2, "vocab": 128},
+    # Like with like: RoPE at ALiBi's 4 layers and 800 steps on "3 back", and
+    # the copy task at 4 layers for the schemes not yet run there.
+    {"task": "kback", "scheme": "rope", "steps": 800, "k": 3, "num_layers": 4},
+    {"task": "copy", "scheme": "alibi", "steps": 600, "num_layers": 4},
+    {"task": "copy", "scheme": "sinusoidal", "steps": 600, "num_layers": 4},
+    {"task": "copy", "scheme": "learned", "steps": 600, "num_layers": 4},
 )
 PARTS = ("copy", "kback", "ablations")
 
@@ -103,6 +111,14 @@ def run(scheme: str, seed: int, settings: dict) -> dict:
     return record
 
 
+def _settings_key(entry: dict) -> tuple:
+    """An ablation's settings (an ABLATIONS row, or a stored record of one)."""
+    return tuple(sorted((k, entry[k]) for k in ABLATION_KEYS if k in entry))
+
+
+ABLATION_KEYS = ("task", "scheme", "steps", "k", "num_layers", "vocab", "rope_base")
+
+
 def _job(args: tuple[str, str, int, dict]) -> tuple[str, dict]:
     part, scheme, seed, settings = args
     torch.set_num_threads(1)
@@ -123,11 +139,21 @@ def main() -> None:
         default=list(PARTS),
         help="re-measure only these parts and keep the others from the existing record",
     )
+    parser.add_argument(
+        "--missing",
+        action="store_true",
+        help="run only the ablations (and seeds) that the stored record lacks; keep the rest",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     old = json.loads(OUT.read_text(encoding="utf-8")) if OUT.exists() else {}
+    if args.missing:
+        args.parts = []  # every stored part is kept; only the absent ablations run
     if set(args.parts) != set(PARTS) and old.get("settings", {}).get("seeds") != args.seeds:
         raise SystemExit("re-measuring some parts needs the seeds of the existing record")
+    # Runs kept from an earlier record were measured with that record's torch.
+    kept = old.get("torch_kept", old.get("torch")) if args.parts != list(PARTS) else None
+    kept_torch = {"torch_kept": kept} if kept not in (None, torch.__version__) else {}
     result = {
         "settings": {
             "lengths": list(LENGTHS),
@@ -140,9 +166,19 @@ def main() -> None:
             "train": {"batch": 64, "lr": 3e-3, "clip": 1.0, "min_length": 8, "max_length": 32},
         },
         "torch": torch.__version__,
+        **kept_torch,
         **{part: ([] if part in args.parts else old[part]) for part in PARTS},
     }
     jobs = []
+    if args.missing:
+        stored = {(_settings_key(r), r["seed"]) for r in old["ablations"]}
+        jobs += [
+            ("ablations", a["scheme"], seed, a)
+            for a in ABLATIONS
+            for seed in args.seeds
+            if (_settings_key(a), seed) not in stored
+        ]
+        print(f"{len(jobs)} ablation runs missing from the record", flush=True)
     for part in args.parts:
         if part == "ablations":
             jobs += [(part, a["scheme"], seed, a) for a in ABLATIONS for seed in args.seeds]
@@ -155,6 +191,12 @@ def main() -> None:
         for part, record in pool.imap(_job, jobs):
             print(part, json.dumps(record), flush=True)
             result[part].append(record)
+    # The record lists the ablations in ABLATIONS' order, seed by seed.
+    order = {
+        (_settings_key(a), seed): i
+        for i, (a, seed) in enumerate((a, seed) for a in ABLATIONS for seed in args.seeds)
+    }
+    result["ablations"].sort(key=lambda r: order[(_settings_key(r), r["seed"])])
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)}")

@@ -7,7 +7,9 @@ training of the GRU with and without attention on dates, sequence reversal
 with and without attention (and, without, the accuracy at each output
 position), the small Transformer encoder-decoder with its symbol embeddings
 scaled by sqrt(D) (as shipped) and without that factor (the ablation: exact
-match per format and accuracy per output position for both), alignment
+match per format and accuracy per output position for both), and two rows
+that separate the factor's two effects (both tables times sqrt(D); neither,
+with the positions times 1/sqrt(D)), alignment
 statistics, the century swap (which route, the decoder's initial state or
 the attended states, carries the century of the numeric dates), and the GRU
 with attention started from zeros instead of the encoder's final state (the
@@ -17,10 +19,11 @@ library. It is not a test.
 
     OMP_NUM_THREADS=1 python tools/seq2seq_runs.py   # or: make seq2seq-runs
 
-About 6 minutes of CPU time on one thread for the three seeds (seeds 0, 1, 2);
+About 8 minutes of CPU time on one thread for the three seeds (seeds 0, 1, 2);
 ``--seed N --part DIR`` runs one seed into DIR and ``--merge DIR`` writes the file
 from such parts, so that seeds can run side by side. ``--only PART`` recomputes
-one part (a key of a seed's entry, e.g. ``zero_start``) and adds it to the
+one part (a key of a seed's entry: ``zero_start``, ``transformer_both_scaled``
+or ``transformer_quiet_positions``) and adds it to the
 stored file (or to the seed's file in ``--part DIR``), keeping the rest.
 """
 
@@ -70,13 +73,26 @@ def zero_start_run(seed: int, test) -> dict:
     }
 
 
+# The two effects of the sqrt(D) factor, separated (chapter 13): the shipped
+# model multiplies the symbols by sqrt(D) = 8, which makes the positions 1/8 as
+# loud as the symbols AND the input 8 times larger than what each sublayer adds
+# at initialisation. Key: (symbols times sqrt(D)?, factor on the positions).
+SCALE_ROWS = {
+    "transformer_both_scaled": (True, 8.0),  # as loud as the symbols, input large
+    "transformer_quiet_positions": (False, 1 / 8),  # 1/8 as loud, input small
+}
+ONLY = ("zero_start", *SCALE_ROWS)
+
+
 def one_seed(seed: int, only: str | None = None) -> dict:
     test = DateTask(seed=0).test_batch(1000)
     result = {"seed": seed}
     if only == "zero_start":
         return {"seed": seed, "zero_start": zero_start_run(seed, test)}
+    if only in SCALE_ROWS:
+        return {"seed": seed, only: transformer_run(seed, *SCALE_ROWS[only], test)}
     if only is not None:
-        raise SystemExit(f"--only knows the part zero_start, got {only!r}")
+        raise SystemExit(f"--only knows the parts {', '.join(ONLY)}; got {only!r}")
     # GRU with attention on dates, and its alignment before and after training.
     model, log = train_dates(seed, True, DATE_RECORD[-1], record=DATE_RECORD)
     result["attention"] = {
@@ -118,16 +134,23 @@ def one_seed(seed: int, only: str | None = None) -> dict:
     # The small Transformer encoder-decoder on dates: symbol embeddings times
     # sqrt(D) as shipped, and the ablation without that factor.
     for key, scaled in (("transformer", True), ("transformer_unscaled", False)):
-        result[key] = transformer_run(seed, scaled, test)
+        result[key] = transformer_run(seed, scaled, 1.0, test)
+    for key, (scaled, position_scale) in SCALE_ROWS.items():
+        result[key] = transformer_run(seed, scaled, position_scale, test)
     # The GRU with attention started from zeros: no route from z to the decoder.
     result["zero_start"] = zero_start_run(seed, test)
     return result
 
 
-def transformer_run(seed: int, scaled: bool, test) -> dict:
+def transformer_run(seed: int, scaled: bool, position_scale: float, test) -> dict:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = TransformerSeq2Seq(len(SOURCE_VOCAB), len(TARGET_VOCAB), scale_embeddings=scaled)
+        model = TransformerSeq2Seq(
+            len(SOURCE_VOCAB),
+            len(TARGET_VOCAB),
+            scale_embeddings=scaled,
+            position_scale=position_scale,
+        )
     model, log = train_dates(
         seed,
         model=model,
@@ -153,7 +176,7 @@ def transformer_run(seed: int, scaled: bool, test) -> dict:
         },
         "position_accuracy": rounded(right.float().mean(0), 3),
     }
-    if seed == 0 and scaled:
+    if seed == 0 and scaled and position_scale == 1.0:
         probe = figure_probe()
         w = evaluate(model, probe)[3]  # (p, heads, m, n)
         entry["probe_texts"] = list(probe.texts)

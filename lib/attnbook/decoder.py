@@ -251,6 +251,11 @@ class TransformerSeq2Seq(nn.Module):
     al.) the symbol embeddings are multiplied by sqrt(D) first; both tables are
     initialised N(0, 1), so the positions then enter at 1/sqrt(D) of the
     symbols' size. ``scale_embeddings=False`` adds the two at the same size.
+    ``position_scale`` multiplies the position embeddings (default 1): with
+    ``scale_embeddings=True, position_scale=sqrt(D)`` both tables enter
+    sqrt(D) times larger and equally loud; with ``scale_embeddings=False,
+    position_scale=1/sqrt(D)`` the positions are as quiet as with the factor
+    but the input keeps its unscaled size (chapter 13 separates the two).
     One :class:`~attnbook.transformer.TransformerBlock` encodes the source (padding masked by ``source_lens``); one
     :class:`TransformerDecoderLayer` reads the target causally and the encoder's
     output through cross-attention; a final LayerNorm (pre-LN) and a linear map
@@ -269,6 +274,7 @@ class TransformerSeq2Seq(nn.Module):
         max_len: int = 32,
         norm_first: bool = True,
         scale_embeddings: bool = True,
+        position_scale: float = 1.0,
     ) -> None:
         super().__init__()
         source_vocab = _validate.positive_int("source_vocab", source_vocab)
@@ -279,6 +285,7 @@ class TransformerSeq2Seq(nn.Module):
             raise TypeError(f"scale_embeddings must be True or False, got {scale_embeddings!r}")
         self.max_len = max_len
         self.scale = D**0.5 if scale_embeddings else 1.0
+        self.position_scale = _validate.positive_number("position_scale", position_scale)
         self.source_embedding = nn.Embedding(source_vocab, D, padding_idx=0)
         self.target_embedding = nn.Embedding(target_vocab, D)
         self.source_positions = nn.Embedding(max_len, D)
@@ -294,7 +301,8 @@ class TransformerSeq2Seq(nn.Module):
         if tokens.shape[1] > self.max_len:
             raise ValueError(f"sequences must have at most max_len={self.max_len} symbols")
         index = torch.arange(tokens.shape[1], device=tokens.device)
-        return embedding(tokens) * self.scale + positions(index)  # (b, len, D)
+        # (b, len, D)
+        return embedding(tokens) * self.scale + positions(index) * self.position_scale
 
     def encode(self, source: torch.Tensor, source_lens: torch.Tensor) -> torch.Tensor:
         """source (b, n), source_lens (b,) -> memory (b, n, D)."""

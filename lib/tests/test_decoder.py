@@ -148,6 +148,11 @@ def test_bad_input():
         layer(X, memory, causal=1)
     with pytest.raises(TypeError, match="scale_embeddings must be True or False"):
         TransformerSeq2Seq(45, 12, scale_embeddings=1)
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="position_scale must be"):
+            TransformerSeq2Seq(45, 12, position_scale=bad)
+    with pytest.raises(TypeError, match="position_scale must be"):
+        TransformerSeq2Seq(45, 12, position_scale="8")
 
 
 def test_seq2seq_transformer_embedding_scale():
@@ -159,6 +164,27 @@ def test_seq2seq_transformer_embedding_scale():
         X = model._embed(tokens, model.source_embedding, model.source_positions)
         expected = model.source_embedding(tokens) * factor + model.source_positions.weight[:3]
         torch.testing.assert_close(X, expected)
+
+
+def test_seq2seq_transformer_position_scale():
+    """position_scale multiplies the position table only, on both sides, and
+    leaves the initial weights unchanged (same seed, same tables)."""
+    source, target = torch.tensor([[1, 2, 3]]), torch.tensor([[0, 4, 5, 6]])
+    for flag, factor, pos in ((True, 4.0, 4.0), (False, 1.0, 0.25)):
+        torch.manual_seed(0)
+        plain = TransformerSeq2Seq(45, 12, num_hiddens=16, num_heads=2, scale_embeddings=flag)
+        torch.manual_seed(0)
+        model = TransformerSeq2Seq(
+            45, 12, num_hiddens=16, num_heads=2, scale_embeddings=flag, position_scale=pos
+        )
+        for a, b in zip(plain.parameters(), model.parameters(), strict=True):
+            assert torch.equal(a, b)
+        X = model._embed(source, model.source_embedding, model.source_positions)
+        expected = model.source_embedding(source) * factor + model.source_positions.weight[:3] * pos
+        torch.testing.assert_close(X, expected)
+        Y = model._embed(target, model.target_embedding, model.target_positions)
+        expected = model.target_embedding(target) * factor + model.target_positions.weight[:4] * pos
+        torch.testing.assert_close(Y, expected)
 
 
 def test_seq2seq_transformer_trains_and_decodes():

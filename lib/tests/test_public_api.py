@@ -890,6 +890,7 @@ def _cases() -> dict[str, Case]:
             "ffn_hiddens": 16,
             "max_len": 12,
             "norm_first": True,
+            "position_scale": 0.5,
         }
     )
     c["seq2seq.GRUEncoder"] = Case(lambda: {"vocab_size": 10, "embed": 4, "hiddens": 4})
