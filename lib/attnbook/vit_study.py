@@ -341,14 +341,20 @@ def records_agree(live: dict[str, float], stored: dict[str, float]) -> list[str]
     differ by 7 test images in 450 (and the misread explained images by 3),
     each mean correlation by 0.15, a single head's by 0.3, the peak by 0.06, a
     top-patch match by 0.2 and a deletion area by 0.1; anything more is a drift
-    between the code and the stored file. The accuracy with the positions
-    averaged (a crippled model, near 30 %) moves more, by 0.1 (measured on
-    seed 0: 0.064). A key's tolerance is that of the first of these names it
+    between the code and the stored file. The fill's change map
+    (:func:`attnbook.explain.change_scores`) and the partial correlations given
+    it keep within these (measured on seed 0 on an Intel Xeon with AMX,
+    native, ``avx2`` and ``default``: mean and partial correlations within
+    0.046, its top-patch match within 0.04, its deletion area within 0.025).
+    The accuracies of a crippled model (positions averaged, near 30 %;
+    positions swapped with a neighbour, near 10 %) move more, by 0.15
+    (measured on seed 0: 0.064 on the first Xeon, 0.093 and 0.049 on the
+    second). A key's tolerance is that of the first of these names it
     contains (``"zero: rollout, top match"`` is a top-patch match, ``"zero:
     raw attention, head 3"`` a single head).
     """
     tolerance = {
-        "accuracy, positions": 0.1,
+        "accuracy, positions": 0.15,
         "accuracy": 7.5 / 450,
         "final loss": 0.01,
         "misread": 3,
