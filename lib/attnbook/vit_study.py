@@ -339,7 +339,7 @@ def records_agree(live: dict[str, float], stored: dict[str, float]) -> list[str]
     (head 3 under the zero fill: -0.34 to -0.04 across the three, -0.17 in the
     record): one head's map moves more than their average. So accuracy may
     differ by 7 test images in 450 (and the misread explained images by 3),
-    each mean correlation by 0.15, a single head's by 0.3, the peak by 0.06, a
+    each mean correlation by 0.15, a single head's by 0.4, the peak by 0.06, a
     top-patch match by 0.2 and a deletion area by 0.1; anything more is a drift
     between the code and the stored file. The fill's change map
     (:func:`attnbook.explain.change_scores`) and the partial correlations given
@@ -349,7 +349,10 @@ def records_agree(live: dict[str, float], stored: dict[str, float]) -> list[str]
     The accuracies of a crippled model (positions averaged, near 30 %;
     positions swapped with a neighbour, near 10 %) move more, by 0.15
     (measured on seed 0: 0.064 on the first Xeon, 0.093 and 0.049 on the
-    second). A key's tolerance is that of the first of these names it
+    second). A single head's mean correlation drifted by 0.30 on the second
+    Xeon too (head 3 under the zero fill: -0.34 natively, the value stored,
+    and -0.04 with ``avx2`` on four threads), so 0.3 would sit on the edge:
+    its tolerance is 0.4. A key's tolerance is that of the first of these names it
     contains (``"zero: rollout, top match"`` is a top-patch match, ``"zero:
     raw attention, head 3"`` a single head).
     """
@@ -359,7 +362,7 @@ def records_agree(live: dict[str, float], stored: dict[str, float]) -> list[str]
         "final loss": 0.01,
         "misread": 3,
         "peak": 0.06,
-        "head": 0.3,
+        "head": 0.4,
         "top match": 0.2,
         "deletion": 0.1,
     }
