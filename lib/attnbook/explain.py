@@ -12,6 +12,9 @@ patch mattered more for the prediction.
   paper, by default; a number or a whole image such as the training mean).
   Its answer depends on that choice of counterfactual.
 * :func:`ink_scores`: a trivial baseline, the amount of ink in each patch.
+* :func:`change_scores`: its generalisation to any fill, the size of the
+  change that replacing each patch by ``fill`` makes to the image (for the
+  zero fill, the ink); a map that never looks at the model.
 * :func:`deletion_curve` and :func:`deletion_area`: a second test of a map:
   fill the patches in the map's order, most relevant first, and follow the
   true class's probability; a faithful order makes it fall fast (small area).
@@ -38,6 +41,7 @@ __all__ = [
     "deletion_curve",
     "deletion_area",
     "ink_scores",
+    "change_scores",
     "spearman",
     "partial_spearman",
     "METHODS",
@@ -267,6 +271,25 @@ def ink_scores(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     """The ink in each patch: images (batch, C, H, W) -> the sum of each patch's pixels (batch, patches)."""
     _validate.tensor("images", images, ndim=4, floating=True)
     return patchify(images, patch_size).sum(dim=-1)
+
+
+def change_scores(
+    images: torch.Tensor, patch_size: int, fill: float | torch.Tensor = 0.0
+) -> torch.Tensor:
+    """How much replacing each patch by ``fill`` changes it: (batch, C, H, W) -> (batch, patches).
+
+    Entry (i, j) is the sum over patch j's pixels of |image i - fill|: the size
+    of the change that occlusion with this fill makes to the image, computed
+    without the model. ``fill`` is as in :func:`occlusion_scores` (a number,
+    or one (C, H, W) image whose patch j replaces patch j). For the zero fill
+    and images without negative pixels it is :func:`ink_scores`: ink is the
+    trivial baseline of the zero fill, and this map the trivial baseline of
+    any fill. A patch that already equals the fill scores 0.
+    """
+    _validate.tensor("images", images, ndim=4, floating=True)
+    tokens = patchify(images, patch_size)  # (b, P, C p p)
+    filler = _fill_patches(fill, images, patch_size)  # (1, P, C p p)
+    return (tokens - filler).abs().sum(dim=-1)
 
 
 def _ranks(x: torch.Tensor) -> torch.Tensor:

@@ -856,6 +856,9 @@ def _cases() -> dict[str, Case]:
     c["explain.ink_scores"] = Case(
         lambda: {"images": _images(2), "patch_size": 2}, batch={"images"}
     )
+    c["explain.change_scores"] = Case(
+        lambda: {"images": _images(2), "patch_size": 2, "fill": 0.5}, batch={"images"}
+    )
     c["explain.spearman"] = Case(lambda: {"a": _rand(2, 5), "b": _rand(2, 5, seed=1)})
     c["explain.explanation_scores"] = Case(
         lambda: {"model": _vit(), "images": _images(2), "labels": _labels(2), "seed": 0},
@@ -1010,6 +1013,7 @@ def _cases() -> dict[str, Case]:
         skip={"seed"},
     )
     c["vit.position_similarity"] = Case(lambda: {"model": _vit()})
+    c["vit_study.neighbour_swap"] = Case(lambda: {"grid": 4})
     c["vit_study.distance_correlation"] = Case(
         lambda: {"similarity": _rand(3, 3, 3, 3), "distance": "city block"}, nan={"similarity"}
     )

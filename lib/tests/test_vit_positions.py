@@ -93,8 +93,46 @@ def test_averaging_the_positions_is_measured_and_undone():
     with torch.no_grad():
         averaged.positions[0, 1:] = before[0, 1:].mean(dim=0)
     assert out["accuracy, positions averaged"] == vit.accuracy(averaged, data.X_test, data.y_test)
+    swapped = vit.build_vit(3)
+    with torch.no_grad():
+        for k in range(16):  # patch k takes the position of the patch beside it in its row
+            swapped.positions[0, 1 + k] = before[0, 1 + (k + 1 if k % 2 == 0 else k - 1)]
+    key = "accuracy, positions swapped with a neighbour"
+    assert out[key] == vit.accuracy(swapped, data.X_test, data.y_test)
     S = vit.position_similarity(vit.build_vit(4))
     assert out["positions: untrained, similarity vs straight"] == vit_study.distance_correlation(S)
+
+
+def test_neighbour_swap_swaps_each_two_patches_side_by_side():
+    assert vit_study.neighbour_swap(4).tolist() == [
+        1,
+        0,
+        3,
+        2,
+        5,
+        4,
+        7,
+        6,
+        9,
+        8,
+        11,
+        10,
+        13,
+        12,
+        15,
+        14,
+    ]
+    assert vit_study.neighbour_swap(3).tolist() == [1, 0, 2, 4, 3, 5, 7, 6, 8]  # last column stays
+    assert vit_study.neighbour_swap(1).tolist() == [0]
+    for g in (2, 3, 5):
+        swap = vit_study.neighbour_swap(g)
+        assert torch.equal(swap[swap], torch.arange(g * g))  # twice: every patch its own again
+        rows, cols = swap // g, swap % g
+        assert torch.equal(rows, torch.arange(g * g) // g)  # a patch stays in its row
+        assert ((cols - torch.arange(g * g) % g).abs() <= 1).all()  # and moves one column at most
+    for bad in (0, -2, 2.0, True):
+        with pytest.raises(ValueError, match=f"grid must be a positive int, got {bad!r}"):
+            vit_study.neighbour_swap(bad)
 
 
 def test_the_other_maps_are_the_first_block_and_single_heads():
