@@ -225,6 +225,7 @@ def assignment_config(name: str) -> str:
     return f"""# ASSIGNMENT CONFIG
 name: {name}
 requirements: requirements.txt
+python_version: "3.11"
 export_cell:
     pdf: false
     instructions: "Save this notebook, run this cell, and hand in the zip file it makes."
