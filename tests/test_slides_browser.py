@@ -27,6 +27,15 @@ def built(name: str):
     return deck
 
 
+def show_slide_of(page, element) -> int:
+    """Turn the deck to the slide that holds ``element``; its index."""
+    slide = element.evaluate(
+        "el => [...document.querySelectorAll('.slides > section')].indexOf(el.closest('section'))"
+    )
+    page.evaluate(f"Reveal.slide({slide})")
+    return slide
+
+
 @pytest.fixture(scope="module")
 def base():
     with serve(slides.OUT) as url:
@@ -80,11 +89,7 @@ def test_deck_offline_typeset_fitting_and_live(name, browser, base):
         explorers = page.locator(".attnbook-explorer")
         for index in range(explorers.count()):
             explorer = explorers.nth(index)
-            slide = explorer.evaluate(
-                "el => [...document.querySelectorAll('.slides > section')]"
-                ".indexOf(el.closest('section'))"
-            )
-            page.evaluate(f"Reveal.slide({slide})")
+            slide = show_slide_of(page, explorer)
             control = controls(explorer)[0]
             before = picture(explorer)["key"]
             step_control(page, control)
@@ -181,11 +186,7 @@ def test_deck_live_explorers_answer_the_readers_input(name, browser, base):
         hosts = page.locator(".attnbook-live-host")
         for index in range(hosts.count()):
             host = hosts.nth(index)
-            slide = host.evaluate(
-                "el => [...document.querySelectorAll('.slides > section')]"
-                ".indexOf(el.closest('section'))"
-            )
-            page.evaluate(f"Reveal.slide({slide})")
+            slide = show_slide_of(page, host)
             page.wait_for_function(
                 "el => el.querySelector('.attnbook-live-result[data-updates]')",
                 arg=host.element_handle(),
