@@ -16,14 +16,15 @@ what really changed.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
 import yaml
-from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools import nbrun
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL_TAG = "remove-cell"
@@ -124,21 +125,7 @@ def execute(path: Path) -> None:
     """Run a notebook top to bottom and store its outputs in place."""
     nb = nbformat.read(path, as_version=4)
     sync_install_cell(nb, name=str(path))
-    env_static = os.environ.pop("ATTNBOOK_STATIC", None)
-    try:
-        with tempfile.TemporaryDirectory() as workdir:
-            client = NotebookClient(
-                nb,
-                timeout=600,
-                kernel_name="python3",
-                record_timing=False,
-                store_widget_state=False,
-                resources={"metadata": {"path": workdir}},
-            )
-            client.execute()
-    finally:
-        if env_static is not None:
-            os.environ["ATTNBOOK_STATIC"] = env_static
+    nbrun.execute(nb, timeout=600, static=False)
     clean_metadata(nb)
     nbformat.write(nb, path)
 
