@@ -3,7 +3,8 @@
     python tools/nbtools.py execute book/a.ipynb ...   # refresh stored outputs
     python tools/nbtools.py install-cell               # print the install cell
     python tools/nbtools.py install-cell --write [book/a.ipynb ...]
-        # make every notebook's install cell match _config.yml (all by default)
+        # make every notebook's install cell match _config.yml (by default
+        # every chapter, book/*.ipynb, and every slide notebook, slides/*.ipynb)
 
 `execute` rewrites the install cell too, so `make notebooks` after a change
 of `repository:` in _config.yml (a fork) leaves every notebook matching it.
@@ -76,6 +77,17 @@ def sync_install_cell(nb: nbformat.NotebookNode, name: str = "notebook") -> bool
     return True
 
 
+def install_cell_notebooks(root: Path | None = None) -> list[Path]:
+    """The notebooks that start with the install cell: the chapters and the slide decks.
+
+    A slide notebook opens in Jupyter or Colab like a chapter (its install cell
+    is a ``skip`` slide, never shown in the deck), and ``execute`` already
+    rewrites it there, so ``install-cell --write`` keeps it current too.
+    """
+    root = ROOT if root is None else root
+    return sorted((root / "book").glob("*.ipynb")) + sorted((root / "slides").glob("*.ipynb"))
+
+
 def write_install_cells(paths: list[Path]) -> list[Path]:
     """Rewrite the install cell of each notebook where it differs; the changed paths."""
     changed = []
@@ -132,7 +144,7 @@ def execute(path: Path) -> None:
 
 def main(argv: list[str]) -> int:
     if argv[:2] == ["install-cell", "--write"]:
-        paths = [Path(name) for name in argv[2:]] or sorted((ROOT / "book").glob("*.ipynb"))
+        paths = [Path(name) for name in argv[2:]] or install_cell_notebooks()
         changed = write_install_cells(paths)
         print(f"install cell rewritten in {len(changed)} of {len(paths)} notebooks")
         for path in changed:
