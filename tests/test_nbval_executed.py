@@ -15,8 +15,8 @@ import sys
 import nbformat
 import pytest
 from jupyter_cache import get_cache
-from nbclient import NotebookClient
 
+from tools import nbrun
 from tools.book_cache import file_executed
 from tools.site import ROOT
 
@@ -51,9 +51,7 @@ def stored_notebook(folder: str) -> nbformat.NotebookNode:
         nbformat.v4.new_code_cell('def broken():\n    raise ValueError("on purpose")'),
         nbformat.v4.new_code_cell("broken()", metadata={"tags": ["raises-exception"]}),
     ]
-    client = NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": folder}})
-    client.execute()
-    return nb
+    return nbrun.execute(nb, timeout=None, cwd=folder, static=False)
 
 
 def run_nbval(notebook_path, into):

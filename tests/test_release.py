@@ -334,9 +334,13 @@ def tool(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def install_refs(root: Path) -> set[str]:
-    """The git ref of every install cell, in the chapters and the reader's edition."""
+    """The git ref of every install cell: chapters, reader's edition and slide notebooks."""
     refs = set()
-    for path in [*(root / "book").glob("*.ipynb"), *(root / "book/colab").glob("*.ipynb")]:
+    for path in [
+        *(root / "book").glob("*.ipynb"),
+        *(root / "book/colab").glob("*.ipynb"),
+        *(root / "slides").glob("*.ipynb"),
+    ]:
         found = re.findall(r"#subdirectory=lib", path.read_text())
         assert found, f"{path.name} has no install cell"
         refs |= set(
@@ -386,7 +390,8 @@ def test_release_then_reopen_on_a_copy(copy):
     }
     assert release_files <= changed
     assert all(
-        name.startswith("book/") and name.endswith(".ipynb") for name in changed - release_files
+        name.startswith(("book/", "slides/")) and name.endswith(".ipynb")
+        for name in changed - release_files
     )
     # The book's own checks agree on the copy: install cells, reader's edition, versions.
     checks = subprocess.run(
@@ -398,6 +403,7 @@ def test_release_then_reopen_on_a_copy(copy):
             "-p",
             "no:cacheprovider",
             "tests/test_notebooks.py",
+            "tests/test_nbtools.py",
             "tests/test_readers_edition.py",
             "tests/test_release.py",
             "-k",

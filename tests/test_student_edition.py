@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import ast
 import re
-import tempfile
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
-from tools import readers_edition, student_edition
+from tools import nbrun, readers_edition, student_edition
 from tools.site import NOTEBOOKS
 
 BOOK = readers_edition.scan_book()
@@ -188,15 +186,7 @@ def test_a_student_edition_runs_top_to_bottom(name):
     path = next(p for p in NOTEBOOKS if p.stem == name)
     edition, removed = student_edition.edition(path, BOOK)
     assert removed.solution_cells > 0
-    with tempfile.TemporaryDirectory() as folder:
-        client = NotebookClient(
-            edition,
-            timeout=600,
-            kernel_name="python3",
-            store_widget_state=False,
-            resources={"metadata": {"path": folder}},
-        )
-        client.execute()  # raises CellExecutionError on the first cell that fails
+    nbrun.execute(edition, timeout=600)  # raises CellExecutionError on the first cell that fails
     # Only the cells the chapter shows raising on purpose (tag raises-exception) may raise.
     errors = [
         f"{cell.get('id')}: {output.ename}: {output.evalue}"

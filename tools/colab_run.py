@@ -11,7 +11,6 @@ and a closing 'N passed, N failed' line; exits non-zero on any failure.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -21,9 +20,12 @@ from pathlib import Path
 
 import ipywidgets
 import nbformat
-from nbclient import NotebookClient
 
 import attnbook
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools import nbrun
 
 
 def check_environment() -> None:
@@ -43,12 +45,8 @@ def run(notebook: Path) -> tuple[str | None, str]:
         shutil.copy(notebook, copy)
         nb = nbformat.read(copy, as_version=4)
         try:
-            NotebookClient(
-                nb,
-                timeout=600,
-                kernel_name="python3",
-                resources={"metadata": {"path": folder}},
-            ).execute()
+            # Colab shows the live widgets: never the static form that `make book` asks for.
+            nbrun.execute(nb, timeout=600, cwd=folder, static=False)
         except Exception as error:  # report any failure of the notebook, then go on
             return f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:300]}", ""
         widget_cells = sum(
@@ -73,8 +71,6 @@ def main(args: list[str]) -> int:
     if args[:1] == ["--jobs"]:
         jobs, args = int(args[1]), args[2:]
     check_environment()
-    # Colab shows the live widgets: never the static form that `make book` asks for.
-    os.environ.pop("ATTNBOOK_STATIC", None)
     passed = failed = 0
     print(
         f"Colab-like run: ipywidgets {ipywidgets.__version__}, attnbook from "

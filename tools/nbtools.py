@@ -3,7 +3,8 @@
     python tools/nbtools.py execute book/a.ipynb ...   # refresh stored outputs
     python tools/nbtools.py install-cell               # print the install cell
     python tools/nbtools.py install-cell --write [book/a.ipynb ...]
-        # make every notebook's install cell match _config.yml (all by default)
+        # make every notebook's install cell match _config.yml (by default
+        # every chapter, book/*.ipynb, and every slide notebook, slides/*.ipynb)
 
 `execute` rewrites the install cell too, so `make notebooks` after a change
 of `repository:` in _config.yml (a fork) leaves every notebook matching it.
@@ -16,14 +17,15 @@ what really changed.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
 import yaml
-from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools import nbrun
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL_TAG = "remove-cell"
@@ -75,6 +77,17 @@ def sync_install_cell(nb: nbformat.NotebookNode, name: str = "notebook") -> bool
     return True
 
 
+def install_cell_notebooks(root: Path | None = None) -> list[Path]:
+    """The notebooks that start with the install cell: the chapters and the slide decks.
+
+    A slide notebook opens in Jupyter or Colab like a chapter (its install cell
+    is a ``skip`` slide, never shown in the deck), and ``execute`` already
+    rewrites it there, so ``install-cell --write`` keeps it current too.
+    """
+    root = ROOT if root is None else root
+    return sorted((root / "book").glob("*.ipynb")) + sorted((root / "slides").glob("*.ipynb"))
+
+
 def write_install_cells(paths: list[Path]) -> list[Path]:
     """Rewrite the install cell of each notebook where it differs; the changed paths."""
     changed = []
@@ -124,28 +137,14 @@ def execute(path: Path) -> None:
     """Run a notebook top to bottom and store its outputs in place."""
     nb = nbformat.read(path, as_version=4)
     sync_install_cell(nb, name=str(path))
-    env_static = os.environ.pop("ATTNBOOK_STATIC", None)
-    try:
-        with tempfile.TemporaryDirectory() as workdir:
-            client = NotebookClient(
-                nb,
-                timeout=600,
-                kernel_name="python3",
-                record_timing=False,
-                store_widget_state=False,
-                resources={"metadata": {"path": workdir}},
-            )
-            client.execute()
-    finally:
-        if env_static is not None:
-            os.environ["ATTNBOOK_STATIC"] = env_static
+    nbrun.execute(nb, timeout=600, static=False)
     clean_metadata(nb)
     nbformat.write(nb, path)
 
 
 def main(argv: list[str]) -> int:
     if argv[:2] == ["install-cell", "--write"]:
-        paths = [Path(name) for name in argv[2:]] or sorted((ROOT / "book").glob("*.ipynb"))
+        paths = [Path(name) for name in argv[2:]] or install_cell_notebooks()
         changed = write_install_cells(paths)
         print(f"install cell rewritten in {len(changed)} of {len(paths)} notebooks")
         for path in changed:

@@ -33,10 +33,8 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import shutil
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -232,18 +230,10 @@ def deck_html(nb, name: str) -> str:
 
 def execute(path: Path) -> nbformat.NotebookNode:
     """Run a slide notebook with the explorers in their website form."""
-    from nbclient import NotebookClient
+    from tools import nbrun
 
     nb = nbformat.read(path, as_version=4)
-    os.environ["ATTNBOOK_STATIC"] = "1"
-    with tempfile.TemporaryDirectory() as workdir:
-        NotebookClient(
-            nb,
-            timeout=300,
-            kernel_name="python3",
-            record_timing=False,
-            resources={"metadata": {"path": workdir}},
-        ).execute()
+    nbrun.execute(nb, timeout=300, static=True)
     return nb
 
 

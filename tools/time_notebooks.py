@@ -21,14 +21,13 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import nbformat
 import psutil
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
+
+from tools import nbrun
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMES = ROOT / "book" / "_ext" / "notebook_times.json"
@@ -48,23 +47,13 @@ def cpu_model() -> str:
 def run_seconds(path: Path) -> tuple[float, float]:
     """Wall-clock and kernel CPU seconds to run the notebook at ``path`` in a fresh kernel."""
     nb = nbformat.read(path, as_version=4)
-    with tempfile.TemporaryDirectory() as workdir:
-        client = NotebookClient(
-            nb,
-            timeout=900,
-            kernel_name="python3",
-            record_timing=False,
-            store_widget_state=False,
-            resources={"metadata": {"path": workdir}},
-        )
-        client.reset_execution_trackers()
-        with client.setup_kernel():
-            kernel = psutil.Process(client.km.provisioner.process.pid)
-            start, cpu_start = time.perf_counter(), kernel.cpu_times()
-            client.wait_for_reply(client.kc.kernel_info())
-            for index, cell in enumerate(nb.cells):
-                client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
-            wall, cpu = time.perf_counter() - start, kernel.cpu_times()
+    with nbrun.started(nb, timeout=900, static=False) as client:
+        kernel = psutil.Process(client.km.provisioner.process.pid)
+        start, cpu_start = time.perf_counter(), kernel.cpu_times()
+        client.wait_for_reply(client.kc.kernel_info())
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+        wall, cpu = time.perf_counter() - start, kernel.cpu_times()
     busy = (cpu.user - cpu_start.user) + (cpu.system - cpu_start.system)
     return wall, busy
 
@@ -73,7 +62,6 @@ def main(argv: list[str]) -> int:
     import torch
 
     paths = [Path(name) for name in argv] or sorted((ROOT / "book").glob("*.ipynb"))
-    os.environ.pop("ATTNBOOK_STATIC", None)
     machine = {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
@@ -86,7 +74,7 @@ def main(argv: list[str]) -> int:
             seconds, cpu_seconds = run_seconds(path)
             failure = None
             print(f"{path.stem}: {seconds:.1f} s wall, {cpu_seconds:.1f} s CPU", flush=True)
-        except CellExecutionError as error:
+        except nbrun.CellExecutionError as error:
             failure = f"{error.ename}: {error.evalue}"[:200]
             print(f"{path.stem}: the run failed, {failure}", flush=True)
         # Read, update and write after each notebook, so that two runs on
