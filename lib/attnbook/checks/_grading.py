@@ -61,8 +61,9 @@ _PAST_LIMIT = "ran past the time limit"
 # (checker, function, seed) -> report. The key holds the function itself, so its
 # id cannot be reused by another function while the report is cached.
 _REPORTS: dict[tuple[Callable, Callable, int], CheckReport] = {}
-# (checker, function) -> (its cases, why) for a function that ran past the limit.
-_PAST: dict[tuple[Callable, Callable], tuple[list[str], str]] = {}
+# (checker, function) -> (its cases, the limit, the seed) for a function that ran
+# past the limit.
+_PAST: dict[tuple[Callable, Callable], tuple[list[str] | None, float, int]] = {}
 
 
 def _valid_seed(seed: object) -> int:
@@ -205,11 +206,34 @@ def _limited(
     return (None if seen["fired"] else report), seen
 
 
-def _past_the_limit(name: str, cases: list[str] | None, why: str) -> CheckReport:
-    """A report whose every case fails for ``why``."""
-    report = CheckReport(name, mistake=_PAST_LIMIT, diagnosis=f"  {why[0].upper()}{why[1:]}")
+def _past_the_limit(
+    name: str, cases: list[str] | None, case: str | None, limit: float, earlier: int | None
+) -> CheckReport:
+    """The report of a function that ran past ``limit`` seconds: every case fails.
+
+    ``cases`` are the checker's case descriptions, ``case`` the one it was
+    running (None when unknown); ``earlier`` is the seed on which it ran past the
+    limit when that was another seed's run (this one was then not run at all).
+    """
+    where = f" on the case {case!r}" if case else ""
+    past = f"ran past the time limit of {limit:g} s"
+    if earlier is None:
+        diagnosis = (
+            f"  The function {past}{where} (an endless loop, or far too slow?): "
+            "the question's cases were not graded."
+        )
+    else:
+        cases_of = "the book's cases" if earlier == 0 else f"the fresh cases of seed {earlier}"
+        diagnosis = f"  Not run: the function {past} on {cases_of}."
+    report = CheckReport(name, mistake=_PAST_LIMIT, diagnosis=diagnosis)
     for description in cases or ["every case"]:
-        report.lines.append(f"  FAIL  {description}: not graded, {why}")
+        if earlier is not None:
+            problem = f"not run: the function {past} on {cases_of}"
+        elif description == case:
+            problem = f"{past} (an endless loop, or far too slow?)"
+        else:
+            problem = f"not graded: the function {past}{where}"
+        report.lines.append(f"  FAIL  {description}: {problem}")
         report.failures.append(description)
     return report
 
@@ -245,7 +269,8 @@ def report_for(
         return _REPORTS[key]
     name = getattr(checker, "__name__", str(checker))
     if (checker, fn) in _PAST:
-        _REPORTS[key] = _past_the_limit(name, *_PAST[(checker, fn)])
+        cases, limit, earlier = _PAST[(checker, fn)]
+        _REPORTS[key] = _past_the_limit(name, cases, None, limit, earlier)
         return _REPORTS[key]
 
     def run() -> CheckReport:
@@ -256,13 +281,8 @@ def report_for(
 
     report, seen = _limited(run, timeout)
     if report is None:
-        where = f" on the case {seen['case']!r}" if seen["case"] else ""
-        why = (
-            f"the function ran past the time limit of {timeout:g} s{where} "
-            "(an endless loop, or far too slow?); the question's other cases were not run"
-        )
-        report = _past_the_limit(name, seen["cases"], why)
-        _PAST[(checker, fn)] = (report.failures, why)
+        report = _past_the_limit(name, seen["cases"], seen["case"], timeout, None)
+        _PAST[(checker, fn)] = (seen["cases"], timeout, seed)
     _REPORTS[key] = report
     return report
 
