@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import signal
 import threading
@@ -246,8 +247,14 @@ def test_the_limit_comes_from_the_environment(monkeypatch):
         report_for(check_softmax, lambda X: X)
     monkeypatch.delenv("ATTNBOOK_QUESTION_TIMEOUT")
     assert _grading.question_timeout() == _grading.QUESTION_TIMEOUT
-    with pytest.raises(ValueError, match="timeout must be .* got 0"):
-        report_for(check_softmax, lambda X: X, timeout=0)
+    for bad in (0, -1.0, float("nan"), True, "5"):
+        with pytest.raises(ValueError, match=f"timeout must be .* got {re.escape(repr(bad))}"):
+            report_for(check_softmax, lambda X: X, timeout=bad)
+    handler = signal.getsignal(signal.SIGALRM)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no limit asked for: no timer, and no warning
+        assert report_for(check_softmax, _softmax_rows, seed=3, timeout=math.inf).passed
+    assert signal.getsignal(signal.SIGALRM) is handler
 
 
 def test_someone_elses_timer_is_given_back():

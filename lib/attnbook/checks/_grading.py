@@ -144,7 +144,9 @@ class _PastTheLimit(BaseException):
 
 def _where(frame) -> tuple[str | None, list[str] | None]:
     """The case that ``_core._run`` was running when the timer fired (None when the
-    student's function was not the one running), and the descriptions of its cases."""
+    student's function was not the one running), and the descriptions of its cases.
+    It reads _core._run's locals (cases, case) and knows _core._guarded's wrapper by
+    its name, run; test_an_endless_loop_fails_its_question_alone checks the case."""
     inside = False
     while frame is not None:
         code = frame.f_code
@@ -159,13 +161,11 @@ def _where(frame) -> tuple[str | None, list[str] | None]:
     return None, None
 
 
-def _limited(
-    run: Callable[[], CheckReport], limit: float | None
-) -> tuple[CheckReport | None, dict]:
+def _limited(run: Callable[[], CheckReport], limit: float) -> tuple[CheckReport | None, dict]:
     """``run()`` under a time limit of ``limit`` seconds: (its report, or None past the
-    limit; what the timer saw). ``limit`` None, or no timer here: no limit."""
+    limit; what the timer saw). ``limit`` infinite, or no timer here: no limit."""
     seen: dict = {"fired": False, "case": None, "cases": None}
-    if limit is None:
+    if math.isinf(limit):
         return run(), seen
     if not hasattr(signal, "setitimer"):
         reason = "this system has no SIGALRM timer"
@@ -239,7 +239,7 @@ def _past_the_limit(
 
 
 def report_for(
-    check: str | Callable, fn: Callable, seed: int = 0, *, timeout: float | None = -1
+    check: str | Callable, fn: Callable, seed: int = 0, *, timeout: float | None = None
 ) -> CheckReport:
     """The report of ``check(fn)`` with the checker's random inputs drawn from ``seed``.
 
@@ -247,22 +247,17 @@ def report_for(
     another seed gives fresh inputs of the same kinds. The report is computed
     once and then returned from a cache, for as long as the process lives.
 
-    The checker runs under a time limit of ``timeout`` seconds (by default
-    :func:`question_timeout`; None for no limit). Past it, every case fails with
+    The checker runs under a time limit of ``timeout`` seconds (None:
+    :func:`question_timeout`; ``math.inf``: no limit). Past it, every case fails with
     a line that names the limit and the case it was running, and the same
     function is not run again on another seed of this checker (its cases fail
     with the same line).
     """
     checker = _checker(check)
     _valid_seed(seed)
-    if timeout == -1:
+    if timeout is None:
         timeout = question_timeout()
-    elif timeout is not None and (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
+    elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError(f"timeout must be a number of seconds > 0 or None, got {timeout!r}")
     key = (checker, fn, seed)
     if key in _REPORTS:
