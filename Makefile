@@ -53,6 +53,7 @@ help:
 	@echo "make slides     every chapter's slide deck: _build/html/slides/NAME.html and NAME.pdf"
 	@echo "make assignments  graded assignments (otter-grader) in _build/assignments (EXERCISES=id,... NB=...)"
 	@echo "make grade ASSIGNMENT=NAME SUBMISSIONS=DIR  grade submissions offline: DIR/grades.csv, DIR/feedback/"
+	@echo "                   (TIMEOUT=s per submission, 120; QUESTION_TIMEOUT=s per question, 30)"
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
 	@echo "make lock       regenerate requirements.txt (the lock) after editing requirements.in"
 	@echo "make dist       build attnbook's wheel and sdist into dist/"
@@ -150,13 +151,17 @@ assignments: $(STAMP) $(OTTER_LIB)
 
 # Grade a folder of submissions offline, without Docker (tools/grade.py):
 # SUBMISSIONS/grades.csv and SUBMISSIONS/feedback/NAME.txt. It runs the students'
-# code: do it in a throwaway container or account.
+# code: do it in a throwaway container or account. TIMEOUT= seconds per submission
+# (default 120); QUESTION_TIMEOUT= seconds per question (default 30), past which
+# that question alone gets zero (attnbook.checks.report_for).
 ASSIGNMENT ?=
 SUBMISSIONS ?=
 TIMEOUT ?=
+QUESTION_TIMEOUT ?=
 grade: $(OTTER_LIB)
 	@test -n "$(ASSIGNMENT)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=masked-softmax SUBMISSIONS=DIR"; exit 2; }
-	$(OTTER_VENV)/bin/python -m tools.grade $(ASSIGNMENT) $(SUBMISSIONS) $(if $(TIMEOUT),--timeout $(TIMEOUT))
+	$(OTTER_VENV)/bin/python -m tools.grade $(ASSIGNMENT) $(SUBMISSIONS) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
+	  $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT))
 
 # The chapters' kernels read book/_ext/ipython_kernel_config.py (it drops
 # ipykernel's notice about local TCP, see its docstring) from a profile in _build.

@@ -5,12 +5,14 @@ The grading itself, with otter, is tests/test_assignments.py (slow tier).
 
 from __future__ import annotations
 
+import json
 import stat
 import sys
 import time
 import zipfile
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from tools import grade
@@ -85,3 +87,50 @@ def test_feedback_of_a_zero():
     assert "Graded zero: not a notebook: x" in text
     assert "causal_lengths (exercise masked-softmax/causal-lengths): 0.00 of 1" in text
     assert "masking (exercise masked-softmax/masking): written, graded by hand" in text
+
+
+def test_the_question_time_limit_reaches_otters_environment(tmp_path, monkeypatch):
+    """--question-timeout is passed to otter (and the kernel it starts) as the
+    variable that attnbook.checks.report_for reads."""
+    from attnbook.checks import _grading
+
+    assert grade.QUESTION_TIMEOUT_VARIABLE == _grading.TIMEOUT_VARIABLE
+    seen = tmp_path / "seen.txt"
+    fake = tmp_path / "otter"
+    fake.write_text(
+        f"#!{sys.executable}\nimport os\n"
+        f"open({str(seen)!r}, 'w').write(os.environ.get({grade.QUESTION_TIMEOUT_VARIABLE!r}, 'unset'))\n"
+        "raise SystemExit(2)\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.delenv(grade.QUESTION_TIMEOUT_VARIABLE, raising=False)
+    grade.run_otter(tmp_path / "a.zip", tmp_path / "s.ipynb", 30, otter=fake)
+    assert seen.read_text() == "unset"
+    grade.run_otter(tmp_path / "a.zip", tmp_path / "s.ipynb", 30, otter=fake, question_timeout=7.5)
+    assert seen.read_text() == "7.5"
+
+
+def test_make_grade_passes_the_question_time_limit_down(tmp_path, monkeypatch):
+    """main -> grade_one -> run_otter carries --question-timeout; a bad one is refused."""
+    folder = tmp_path / "assignments" / "masked-softmax"
+    (folder / "autograder").mkdir(parents=True)
+    (folder / "autograder" / "masked-softmax-autograder.zip").write_bytes(b"")
+    (folder / "questions.json").write_text(json.dumps(QUESTIONS))
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    nbformat.write(new_notebook(cells=[new_code_cell("x = 1")]), submissions / "s1.ipynb")
+    calls = []
+
+    def fake_run_otter(zip_path, submission, timeout, otter=None, question_timeout=None):
+        calls.append((timeout, question_timeout))
+        return None, "not graded here"
+
+    monkeypatch.setattr(grade, "run_otter", fake_run_otter)
+    common = ["masked-softmax", str(submissions), "--assignments", str(folder.parent)]
+    assert grade.main([*common, "--timeout", "90", "--question-timeout", "12"]) == 0
+    assert grade.main(common) == 0
+    assert calls == [(90.0, 12.0), (grade.TIMEOUT, None)]
+    for bad in ("0", "-1", "nan", "120"):
+        with pytest.raises(SystemExit, match="--question-timeout must be positive and below"):
+            grade.main([*common, "--question-timeout", bad])
+    assert len(calls) == 2

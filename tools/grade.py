@@ -1,6 +1,7 @@
 """Grade a folder of submissions against an assignment, offline and without Docker.
 
-    python -m tools.grade NAME DIR [--timeout SECONDS]      (make grade ASSIGNMENT=NAME SUBMISSIONS=DIR)
+    python -m tools.grade NAME DIR [--timeout SECONDS] [--question-timeout SECONDS]
+        (make grade ASSIGNMENT=NAME SUBMISSIONS=DIR [TIMEOUT=...] [QUESTION_TIMEOUT=...])
 
 NAME is an assignment built by `make assignments` (_build/assignments/NAME/).
 Every file in DIR is a submission: a notebook, or the zip that the student
@@ -16,8 +17,12 @@ The result is
 
 A submission that raises gets zero for what its errors break; one that lacks
 an answer's function gets zero for that question, with a line naming the
-function; one that runs past the time limit, or that is not a notebook, gets
-zero, with a line saying why; grading goes on with the next. This runs the
+function; one whose function runs past the time limit per question
+(``--question-timeout``, by default attnbook's 30 s; passed to the checkers as
+``ATTNBOOK_QUESTION_TIMEOUT``) gets zero for that question, with a line saying
+on which case, and the other questions are graded; one that runs past the time
+limit per submission (``--timeout``), or that is not a notebook, gets zero,
+with a line saying why; grading goes on with the next. This runs the
 students' code with your rights: run it in a throwaway container or account.
 Runs in .venv-otter (otter-grader is needed to read its results).
 """
@@ -44,6 +49,8 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = ROOT / "_build" / "assignments"
 TIMEOUT = 120  # seconds per submission
+# The variable that sets attnbook.checks.report_for's time limit per question.
+QUESTION_TIMEOUT_VARIABLE = "ATTNBOOK_QUESTION_TIMEOUT"
 
 
 @dataclass
@@ -88,11 +95,20 @@ def not_a_notebook(path: Path) -> str | None:
 
 
 def run_otter(
-    zip_path: Path, submission: Path, timeout: float, otter: Path | None = None
+    zip_path: Path,
+    submission: Path,
+    timeout: float,
+    otter: Path | None = None,
+    question_timeout: float | None = None,
 ) -> tuple[object | None, str | None]:
     """otter run on one submission in a process group of its own: (results, problem).
-    ``otter`` is the command, by default the one beside this Python."""
+    ``otter`` is the command, by default the one beside this Python.
+    ``question_timeout``, when given, is the checkers' time limit per question
+    (seconds, in the environment of otter and of the kernel it starts)."""
     otter = otter or Path(sys.executable).parent / "otter"
+    env = dict(os.environ)
+    if question_timeout is not None:
+        env[QUESTION_TIMEOUT_VARIABLE] = f"{question_timeout:g}"
     with tempfile.TemporaryDirectory() as out:
         process = subprocess.Popen(
             [
@@ -111,6 +127,7 @@ def run_otter(
             text=True,
             cwd=out,  # otter writes its results.pkl (a dill pickle) where it runs
             start_new_session=True,
+            env=env,
         )
         try:
             output, _ = process.communicate(timeout=timeout)
@@ -155,13 +172,21 @@ def question_lines(result) -> tuple[float, list[str]]:
     return float(result.score), lines
 
 
-def grade_one(path: Path, zip_path: Path, checked: list[str], timeout: float) -> Graded:
+def grade_one(
+    path: Path,
+    zip_path: Path,
+    checked: list[str],
+    timeout: float,
+    question_timeout: float | None = None,
+) -> Graded:
     graded = Graded(name=path.stem if path.suffix in (".ipynb", ".zip") else path.name)
     started = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     graded.problem = not_a_notebook(path)
     if graded.problem is None:
-        results, graded.problem = run_otter(zip_path, path, timeout)
+        results, graded.problem = run_otter(
+            zip_path, path, timeout, question_timeout=question_timeout
+        )
         if results is not None:
             for question in checked:
                 result = results.results.get(question)
@@ -213,10 +238,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("assignment")
     parser.add_argument("submissions", type=Path)
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per submission")
+    parser.add_argument(
+        "--question-timeout",
+        type=float,
+        default=None,
+        help="seconds per question (default: attnbook's, 30)",
+    )
     parser.add_argument("--assignments", type=Path, default=ASSIGNMENTS)
     args = parser.parse_args(argv)
-    if args.timeout <= 0:
+    if not args.timeout > 0:
         raise SystemExit(f"--timeout must be positive, got {args.timeout}")
+    if args.question_timeout is not None and not 0 < args.question_timeout < args.timeout:
+        raise SystemExit(
+            f"--question-timeout must be positive and below --timeout ({args.timeout:g}), "
+            f"got {args.question_timeout:g}"
+        )
     folder = args.assignments / args.assignment
     if not (folder / "questions.json").exists():
         raise SystemExit(
@@ -230,7 +266,7 @@ def main(argv: list[str]) -> int:
     (args.submissions / "feedback").mkdir(exist_ok=True)
     rows = []
     for path in submissions(args.submissions):
-        graded = grade_one(path, zip_path, checked, args.timeout)
+        graded = grade_one(path, zip_path, checked, args.timeout, args.question_timeout)
         text = feedback(args.assignment, graded, questions)
         (args.submissions / "feedback" / f"{graded.name}.txt").write_text(text)
         row = {"submission": graded.name}

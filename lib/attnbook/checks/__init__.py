@@ -28,12 +28,16 @@ diagnoses (the instructor guide's "Common mistakes" is generated from it).
 :func:`report_for` and :func:`case_verdict` serve graded assignments
 (tools/assignments.py): one report per checker, function and seed, and a
 verdict per case.
+
+Every checker takes a keyword-only ``seed`` (0 by default, the book's cases):
+``check_softmax(fn, seed=1)`` runs the same kinds of cases on other random
+inputs, as the hidden tests of an assignment do.
 """
 
 from ._core import CheckReport
 from ._core import _compare as _compare  # the library's tests use these two
 from ._core import _run as _run
-from ._grading import case_verdict, report_for
+from ._grading import case_verdict, report_for, with_seed
 from .induction import check_induction_score, check_previous_token_score
 from .learns import check_right_key_accuracy, check_two_part_targets
 from .lm import check_causal_mask, check_kv_cache, check_kv_cache_size
@@ -90,6 +94,12 @@ __all__ = [
     "check_attention_rollout",
     "check_ink",
 ]
+
+# One place gives every checker its seed= (see _grading.with_seed).
+for _name in __all__:
+    if _name.startswith("check_"):
+        globals()[_name] = with_seed(globals()[_name])
+del _name
 
 
 def known_mistakes() -> dict[str, tuple[tuple[str, str], ...]]:
