@@ -7,7 +7,8 @@ once per (checker, function, seed), in :func:`report_for`, and the tests share
 its report. A hidden test passes ``seed=1`` (or any other): the checker then
 draws its random inputs afresh (``_core._generator``), so a function that
 returns the public cases' expected values does not pass. Checkers whose cases
-are all fixed (no random input) run the same cases under every seed.
+are sizes or numbers, not random tensors, draw other ones of the same kinds
+(``_draws``), as many as the book's, so each seed runs the same number of cases.
 
 Every public checker takes the same ``seed=`` itself (:func:`with_seed` adds it
 when ``attnbook.checks`` exports them): ``check_x(fn, seed=1)`` is

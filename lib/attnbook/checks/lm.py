@@ -8,6 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _Problem, _run, _see, knows
+from ._draws import _draws
 from ._explain import explainer
 
 _LM = "A Tiny Language Model, and Decoding with a Cache"
@@ -83,9 +84,18 @@ def check_causal_mask(fn: Callable[[int], torch.Tensor]) -> CheckReport:
         "below the diagonal, like torch.ones(steps, steps, dtype=torch.bool).tril(); "
         + _see("Causal self-attention: looking only back", _LM)
     )
+    lengths = [1, 2, 4, 7]
+    draw = _draws(908)
+    if draw is not None:  # a hidden test: other numbers of steps
+        lengths = [
+            1,
+            draw.int(2, 3, avoid=(2,)),
+            draw.int(4, 6, avoid=(4,)),
+            draw.int(7, 12, avoid=(7,)),
+        ]
     cases = [
         (f"steps={steps}", (steps,), torch.ones(steps, steps, dtype=torch.bool).tril(), hint)
-        for steps in (1, 2, 4, 7)
+        for steps in lengths
     ]
     return _run("check_causal_mask", fn, cases, mistakes=check_causal_mask.mistakes, probe=probe)
 
@@ -359,13 +369,24 @@ def check_kv_cache_size(fn: Callable[[int, int, int, int, int], int]) -> CheckRe
         "num_hiddens / num_heads numbers: 2 * layers * steps * (D / heads) * kv_heads; "
         + _see("What the cache costs in memory", _LM)
     )
-    cases = []
-    for layers, steps, hiddens, heads, kv in (
+    sizes = [
         (2, 128, 64, 4, 4),
         (1, 10, 8, 2, 2),
         (12, 1024, 768, 12, 1),
         (32, 4096, 4096, 32, 8),
-    ):
+    ]
+    draw = _draws(909)
+    if draw is not None:  # a hidden test: other sizes of the same kinds
+        mha, small, mqa, gqa = (draw.choice([2, 4, 8]), 2, draw.choice([8, 12, 16]), 32)
+        kept = draw.choice([2, 4, 16])  # grouped-query: a divisor of the 32 heads
+        sizes = [
+            (draw.int(2, 6), draw.int(16, 512), mha * draw.choice([8, 16, 32]), mha, mha),
+            (1, draw.int(2, 20, avoid=(10,)), small * draw.int(2, 8), small, small),
+            (draw.int(6, 24), draw.int(256, 2048), mqa * 64, mqa, 1),
+            (draw.int(16, 48), draw.int(1024, 8192), gqa * 128, gqa, kept),
+        ]
+    cases = []
+    for layers, steps, hiddens, heads, kv in sizes:
         total = 2 * layers * steps * (hiddens // heads) * kv
         cases.append(
             (

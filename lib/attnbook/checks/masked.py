@@ -19,6 +19,7 @@ from ._core import (
     _with_gradient,
     knows,
 )
+from ._draws import _draws
 from ._explain import explainer
 
 # ---------------------------------------------------------------- Masked Softmax
@@ -425,8 +426,19 @@ def check_causal_lengths(fn: Callable[[int, int], torch.Tensor]) -> CheckReport:
         "query i, counting from 0, sees keys 0, ..., i: that is i + 1 keys, so row "
         "[1, 2, ..., queries], one row per batch item; " + _CAUSAL
     )
+    sizes = [(1, 4), (2, 3), (3, 6), (4, 4), (1, 1)]
+    draw = _draws(901)
+    if draw is not None:  # a hidden test: other sizes of the same kinds
+        square = draw.int(2, 7, avoid=(4,))
+        sizes = [
+            (1, draw.int(2, 8, avoid=(4,))),  # one sequence
+            (draw.int(2, 5), draw.int(2, 8, avoid=(3,))),  # a batch
+            (draw.int(2, 5), draw.int(5, 9, avoid=(6,))),  # a batch of longer sequences
+            (square, square),  # as many sequences as queries
+            (draw.int(2, 5), 1),  # a single query
+        ]
     cases = []
-    for batch, queries in ((1, 4), (2, 3), (3, 6), (4, 4), (1, 1)):
+    for batch, queries in sizes:
         expected = torch.arange(1, queries + 1).expand(batch, queries)
         cases.append((f"batch={batch}, queries={queries}", (batch, queries), expected, hint))
     return _run(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
+from ._draws import _draws
 from ._explain import describe, explainer
 from ._probes import _chain, _refusing
 
@@ -108,8 +109,17 @@ def check_mha_parameter_count(fn: Callable[[int, int, bool], int]) -> CheckRepor
 
     if not callable(fn):
         raise TypeError(f"fn must be a function, got {fn!r}")
+    sizes = [(40, 5, False), (40, 1, False), (12, 3, True), (48, 8, True)]
+    draw = _draws(903)
+    if draw is not None:  # a hidden test: other widths and heads, num_hiddens <= 48
+        heads = [draw.int(2, 8, avoid=(5,)), 1, draw.int(2, 8, avoid=(3,)), draw.int(2, 7)]
+        sizes = [
+            (h * draw.int(-(-4 // h), 48 // h), h, bias)  # 4 <= num_hiddens <= 48
+            for h, bias in zip(heads, (False, False, True, True))
+        ]
+        sizes[1] = (draw.int(4, 48, avoid=(40,)), 1, False)
     cases = []
-    for hiddens, heads, bias in ((40, 5, False), (40, 1, False), (12, 3, True), (48, 8, True)):
+    for hiddens, heads, bias in sizes:
         with torch.random.fork_rng(devices=[]):  # building a layer draws random weights
             layer = MultiHeadAttention(hiddens, heads, bias=bias)
         total = sum(p.numel() for p in layer.parameters())
@@ -191,13 +201,29 @@ def check_head_lengths(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Check
     or (batch * num_heads, queries), where rows b * num_heads .. (b + 1) * num_heads - 1
     all hold the lengths of sequence b (the order ``split_heads`` uses).
     """
-    cases = []
-    for description, lens, heads in (
+    examples = [
         ("lengths [3, 2], 5 heads", torch.tensor([3, 2]), 5),
         ("lengths [4, 0, 2], 3 heads", torch.tensor([4, 0, 2]), 3),
         ("one sequence, lengths [5], 4 heads", torch.tensor([5]), 4),
         ("2-D lengths [[1, 2], [3, 4]], 2 heads", torch.tensor([[1, 2], [3, 4]]), 2),
-    ):
+    ]
+    draw = _draws(904)
+    if draw is not None:  # a hidden test: other lengths and numbers of heads
+        two = torch.tensor(draw.ints(2, 1, 6))
+        three = torch.tensor(draw.ints(3, 0, 6))
+        three[draw.int(0, 2)] = 0  # a sequence with no valid key
+        one = torch.tensor([draw.int(1, 6, avoid=(5,))])
+        queries = draw.int(2, 4)
+        rows = torch.tensor([draw.ints(queries, 1, 6) for _ in range(draw.int(2, 3))])
+        heads = [draw.int(2, 6), draw.int(2, 6), draw.int(2, 6), draw.int(2, 4)]
+        examples = [
+            (f"lengths {two.tolist()}, {heads[0]} heads", two, heads[0]),
+            (f"lengths {three.tolist()}, {heads[1]} heads", three, heads[1]),
+            (f"one sequence, lengths {one.tolist()}, {heads[2]} heads", one, heads[2]),
+            (f"2-D lengths {rows.tolist()}, {heads[3]} heads", rows, heads[3]),
+        ]
+    cases = []
+    for description, lens, heads in examples:
         rows = [lens[b] for b in range(lens.shape[0]) for _ in range(heads)]
         cases.append(
             (
@@ -275,8 +301,17 @@ def check_rotation(fn: Callable[[int, int], torch.Tensor]) -> CheckReport:
 
     M is block diagonal, one 2 x 2 rotation by offset * w_j per (sin, cos) pair.
     """
+    sizes = [(1, 2), (3, 8), (10, 32), (0, 6)]
+    draw = _draws(905)
+    if draw is not None:  # a hidden test: other offsets and (even) widths
+        sizes = [
+            (draw.int(2, 9), 2),
+            (draw.int(2, 9), draw.choice([4, 6, 10, 12])),
+            (draw.int(11, 40), draw.choice([16, 20, 24, 28])),
+            (0, draw.choice([2, 4, 8, 10])),
+        ]
     cases = []
-    for offset, D in ((1, 2), (3, 8), (10, 32), (0, 6)):
+    for offset, D in sizes:
         cases.append(
             (
                 f"offset {offset}, num_hiddens {D}",

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
+from ._draws import _draws
 from ._probes import _chain, _refusing, _watched
 from .part2 import _count
 
@@ -308,8 +309,18 @@ def check_block_parameter_count(fn: Callable[[int, int], int]) -> CheckReport:
 
     if not callable(fn):
         raise TypeError(f"fn must be a function, got {fn!r}")
+    sizes = [(8, 2, 32), (12, 3, 48), (16, 4, 24), (10, 1, 10)]
+    draw = _draws(907)
+    if draw is not None:  # a hidden test: other widths (fewer than 10,000 parameters)
+        widths = [draw.int(4, 20, avoid=(8, 12)), draw.int(4, 20, avoid=(8, 12))]
+        widths += [draw.int(4, 24, avoid=(16,)), draw.int(4, 24, avoid=(10,))]
+        ffns = [4 * widths[0], 4 * widths[1], draw.int(4, 64, avoid=(4 * widths[2],)), widths[3]]
+        sizes = [
+            (D, draw.choice([h for h in range(1, D + 1) if D % h == 0]), F)
+            for D, F in zip(widths, ffns)
+        ]
     cases = []
-    for hiddens, heads, ffn in ((8, 2, 32), (12, 3, 48), (16, 4, 24), (10, 1, 10)):
+    for hiddens, heads, ffn in sizes:
         with torch.random.fork_rng(devices=[]):  # building a block draws random weights
             block = TransformerBlock(hiddens, heads, ffn)
         total = sum(p.numel() for p in block.parameters())

@@ -17,11 +17,120 @@ from ._core import (
     _see,
     knows,
 )
+from ._draws import _draws
 from ._explain import explainer
 
 # ---------------------------------------------------------------- Attention Pooling
 
 _KERNEL = _see("Kernels: turning distance into similarity", _POOLING)
+
+
+def _epanechnikov_cases() -> list[tuple]:
+    """The book's cases of check_epanechnikov."""
+    grid = torch.linspace(-2.5, 2.5, 51)
+    return [
+        (
+            "u from -2.5 to 2.5",
+            (grid,),
+            kernels.epanechnikov(grid),
+            "K(u) = (3/4) max(0, 1 - u^2); " + _KERNEL,
+        ),
+        (
+            "u = 0 gives 3/4",
+            (torch.zeros(1),),
+            torch.full((1,), 0.75),
+            "the factor 3/4 makes the kernel integrate to 1, so its peak is 3/4, not 1; " + _KERNEL,
+        ),
+        (
+            "a parabola: 0.5625 at u = 0.5, 0.1425 at u = 0.9",
+            (torch.tensor([0.5, 0.9, 0.25]),),
+            torch.tensor([0.5625, 0.1425, 0.703125]),
+            "1 - u^2, not 1 - |u|: max(0, 1 - |u|) is the triangular kernel, which some "
+            'texts call "Epanechnikov"; ' + _KERNEL,
+        ),
+        (
+            "|u| > 1 gives exactly 0",
+            (torch.tensor([1.5, -1.5, 3.0, -10.0]),),
+            torch.zeros(4),
+            "clip at |u| = 1: beyond it 1 - u^2 is negative, and a weight must not be; " + _KERNEL,
+        ),
+        (
+            "|u| = 1 gives 0",
+            (torch.tensor([1.0, -1.0]),),
+            torch.zeros(2),
+            "the parabola reaches 0 at the window's edge; " + _KERNEL,
+        ),
+        (
+            "negative u: the kernel is symmetric",
+            (torch.tensor([-0.5, -0.9, -2.0]),),
+            torch.tensor([0.5625, 0.1425, 0.0]),
+            "the window is |u| <= 1, on the distance |u|, not on u; " + _KERNEL,
+        ),
+        (
+            "a 2-D tensor of distances",
+            (grid.reshape(3, 17),),
+            kernels.epanechnikov(grid).reshape(3, 17),
+            "work elementwise and keep the input's shape; " + _KERNEL,
+        ),
+    ]
+
+
+def _fresh_epanechnikov_cases(draw) -> list[tuple]:
+    """Cases of the same kinds as the book's, on distances drawn afresh (a hidden test)."""
+    K = kernels.epanechnikov
+    inside = draw.uniform(0.05, 0.95, (3,)) * torch.tensor([1.0, 1.0, -1.0])  # |u| < 1
+    outside = draw.uniform(1.05, 10.0, (4,)) * torch.tensor([1.0, -1.0, 1.0, -1.0])  # |u| > 1
+    edges = torch.tensor([1.0, -1.0])[torch.randint(2, (draw.int(3, 5),), generator=draw.generator)]
+    negative = -draw.uniform(0.05, 2.5, (draw.int(2, 5),))  # u < 0
+    rows, columns = draw.int(2, 5), draw.int(3, 9)
+    plane = draw.uniform(-2.5, 2.5, (rows, columns))
+    spread = draw.uniform(-2.5, 2.5, (51,))
+    zeros = torch.zeros(draw.int(2, 5))
+    return [
+        (
+            "51 random u from -2.5 to 2.5",
+            (spread,),
+            K(spread),
+            "K(u) = (3/4) max(0, 1 - u^2); " + _KERNEL,
+        ),
+        (
+            f"u = 0 ({zeros.numel()} of them) gives 3/4",
+            (zeros,),
+            torch.full_like(zeros, 0.75),
+            "the factor 3/4 makes the kernel integrate to 1, so its peak is 3/4, not 1; " + _KERNEL,
+        ),
+        (
+            f"a parabola inside the window, u = {[round(v, 3) for v in inside.tolist()]}",
+            (inside,),
+            K(inside),
+            "1 - u^2, not 1 - |u|: max(0, 1 - |u|) is the triangular kernel, which some "
+            'texts call "Epanechnikov"; ' + _KERNEL,
+        ),
+        (
+            "|u| > 1 gives exactly 0",
+            (outside,),
+            torch.zeros(4),
+            "clip at |u| = 1: beyond it 1 - u^2 is negative, and a weight must not be; " + _KERNEL,
+        ),
+        (
+            "|u| = 1 gives 0",
+            (edges,),
+            torch.zeros_like(edges),
+            "the parabola reaches 0 at the window's edge; " + _KERNEL,
+        ),
+        (
+            "negative u: the kernel is symmetric",
+            (negative,),
+            K(negative),
+            "the window is |u| <= 1, on the distance |u|, not on u; " + _KERNEL,
+        ),
+        (
+            f"a {rows}x{columns} tensor of distances",
+            (plane,),
+            K(plane),
+            "work elementwise and keep the input's shape; " + _KERNEL,
+        ),
+    ]
 
 
 @knows(
@@ -80,52 +189,8 @@ def check_epanechnikov(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckRepor
     of the wrong shape. Whether the window is |u| < 1 or |u| <= 1 does not
     matter here (the parabola is 0 at |u| = 1), so both are accepted.
     """
-    grid = torch.linspace(-2.5, 2.5, 51)
-    cases = [
-        (
-            "u from -2.5 to 2.5",
-            (grid,),
-            kernels.epanechnikov(grid),
-            "K(u) = (3/4) max(0, 1 - u^2); " + _KERNEL,
-        ),
-        (
-            "u = 0 gives 3/4",
-            (torch.zeros(1),),
-            torch.full((1,), 0.75),
-            "the factor 3/4 makes the kernel integrate to 1, so its peak is 3/4, not 1; " + _KERNEL,
-        ),
-        (
-            "a parabola: 0.5625 at u = 0.5, 0.1425 at u = 0.9",
-            (torch.tensor([0.5, 0.9, 0.25]),),
-            torch.tensor([0.5625, 0.1425, 0.703125]),
-            "1 - u^2, not 1 - |u|: max(0, 1 - |u|) is the triangular kernel, which some "
-            'texts call "Epanechnikov"; ' + _KERNEL,
-        ),
-        (
-            "|u| > 1 gives exactly 0",
-            (torch.tensor([1.5, -1.5, 3.0, -10.0]),),
-            torch.zeros(4),
-            "clip at |u| = 1: beyond it 1 - u^2 is negative, and a weight must not be; " + _KERNEL,
-        ),
-        (
-            "|u| = 1 gives 0",
-            (torch.tensor([1.0, -1.0]),),
-            torch.zeros(2),
-            "the parabola reaches 0 at the window's edge; " + _KERNEL,
-        ),
-        (
-            "negative u: the kernel is symmetric",
-            (torch.tensor([-0.5, -0.9, -2.0]),),
-            torch.tensor([0.5625, 0.1425, 0.0]),
-            "the window is |u| <= 1, on the distance |u|, not on u; " + _KERNEL,
-        ),
-        (
-            "a 2-D tensor of distances",
-            (grid.reshape(3, 17),),
-            kernels.epanechnikov(grid).reshape(3, 17),
-            "work elementwise and keep the input's shape; " + _KERNEL,
-        ),
-    ]
+    draw = _draws(902)  # None: the book's cases; else a hidden test's, of the same kinds
+    cases = _epanechnikov_cases() if draw is None else _fresh_epanechnikov_cases(draw)
     return _run(
         "check_epanechnikov",
         fn,

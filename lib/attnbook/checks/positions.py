@@ -8,6 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
+from ._draws import _draws
 from ._explain import explainer
 from ._probes import _refusing
 
@@ -286,8 +287,14 @@ def check_alibi_slopes(fn: Callable[[int], object]) -> CheckReport:
     """
     from ..alibi import alibi_slopes
 
+    heads = [8, 4, 16, 1, 6, 12]
+    draw = _draws(911)
+    if draw is not None:  # a hidden test: other numbers of heads of the same kinds
+        powers = draw.permutation([2, 32, 64])  # the powers of two up to 64 the book leaves out
+        others = draw.permutation([h for h in range(3, 41) if h & (h - 1) and h not in (6, 12)])
+        heads = [powers[0], powers[1], powers[2], 1, others[0], others[1]]
     cases = []
-    for h in (8, 4, 16, 1, 6, 12):
+    for h in heads:
         note = (
             "a power of two: 2^(-8(c+1)/h) for head c = 0 .. h-1"
             if (h & (h - 1)) == 0

@@ -9,6 +9,7 @@ import torch
 
 from ..masking import masked_softmax
 from ._core import Case, CheckReport, Mistake, _generator, _Problem, _run, _see, knows
+from ._draws import _draws
 from ._explain import describe
 from ._probes import _chain, _refusing
 
@@ -324,8 +325,17 @@ def check_decoder_masks(fn: Callable) -> CheckReport:
     (however it was reached) is rejected: the exercise builds the masks from the
     lengths alone.
     """
+    sizes = [(4, [5, 2, 3], 5), (3, [1, 3], 4), (5, [6, 6, 1, 4], 6)]
+    draw = _draws(910)
+    if draw is not None:  # a hidden test: other lengths; one source in each is unpadded
+        sizes = []
+        for batch in (3, 2, 4):
+            n = draw.int(3, 8)
+            lens = draw.ints(batch, 1, n)
+            lens[draw.int(0, batch - 1)] = n
+            sizes.append((draw.int(2, 7), lens, n))
     cases = []
-    for m, lens, n in ((4, [5, 2, 3], 5), (3, [1, 3], 4), (5, [6, 6, 1, 4], 6)):
+    for m, lens, n in sizes:
         lens = torch.tensor(lens)
         causal, padding = _masks(m, lens, n)
         cases.append(
