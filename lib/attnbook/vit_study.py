@@ -92,6 +92,8 @@ def distance_correlation(similarity: torch.Tensor, distance: str = "straight") -
     in patches) or ``"city block"`` (rows apart plus columns apart). Near -1:
     the nearer two patches, the more alike their positions (the pattern of the
     ViT paper's Fig. 7); near 0: no relation; positive: neighbours less alike.
+    NaN when every pair has the same similarity (nothing to rank), as
+    :func:`attnbook.explain.spearman` gives for a constant row.
     """
     _validate.tensor("similarity", similarity, ndim=4, floating=True)
     _validate.no_nan("similarity", similarity)
