@@ -133,6 +133,15 @@ def _vit16():
     )
 
 
+def _vit_p4():
+    """A ViT that cuts the 8 x 8 images into 4 x 4 patches (the cases' ViT cuts 2 x 2)."""
+    from attnbook import vit
+
+    return vit.build_vit(
+        seed=0, patch_size=4, num_hiddens=8, num_heads=2, ffn_hiddens=8, num_layers=1
+    )
+
+
 def _images(n=4):
     return _rand(n, 1, 8, 8)
 
@@ -1045,6 +1054,7 @@ def _cases() -> dict[str, Case]:
     c["vit_study.measure"] = Case(
         lambda: {"model": _vit(), "untrained": _vit(), "data": _digits(), "seed": 0},
         skip={"seed"},
+        other={"model": _vit16, "untrained": _vit_p4},
     )
     c["vit.position_similarity"] = Case(lambda: {"model": _vit()})
     c["vit_study.neighbour_swap"] = Case(lambda: {"grid": 4})
