@@ -193,7 +193,8 @@ class TinyLM(nn.Module):
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.vocab_size):
             raise ValueError(
                 f"{name} must hold ids in [0, {self.vocab_size - 1}], got values from "
-                f"{int(ids.min())} to {int(ids.max())}"
+                f"{int(ids.min())} to {int(ids.max())} (the model has vocab_size="
+                f"{self.vocab_size})"
             )
         return ids
 

@@ -85,6 +85,18 @@ def positive_int(name: str, value: object) -> int:
     return int(value)
 
 
+def seed_int(name: str, value: object, *, negative: bool = False) -> int:
+    """Check an integer seed that torch's 64-bit generators take: in [0, 2**64)
+    (with ``negative``, in [-2**63, 2**64), as ``torch.Generator.manual_seed`` allows)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {_describe(value)}")
+    low = -(2**63) if negative else 0
+    if not low <= value < 2**64:
+        lowest = "-2**63" if negative else "0"
+        raise ValueError(f"{name} must lie in [{lowest}, 2**64), got {value!r}")
+    return int(value)
+
+
 def generator(name: str, value: object) -> torch.Generator:
     """Check a seed: an integer (a new CPU generator seeded with it) or a torch.Generator."""
     if isinstance(value, torch.Generator):
@@ -355,3 +367,36 @@ def tokens_fit(name: str, tokens: torch.Tensor, *, vocab: int, max_len: int | No
                 f"model has a vocabulary of {vocab} tokens (ids 0 to {vocab - 1}), got {name} "
                 f"holding the id {top} (a model of another shape?)"
             )
+
+
+def classifier_classes(model: torch.nn.Module, name: str, images: torch.Tensor) -> int | None:
+    """Check 4-D floating ``images`` against an image classifier; return its number of classes.
+
+    A model that names its ``channels``, ``image_size`` and ``head`` (a TinyViT)
+    is checked from them (:func:`model_images`). Any other model runs once on
+    the first image (eval mode, no gradients, its own mode restored), so that
+    a model of another kind or shape is refused here by name instead of deep
+    inside torch, and must return (1, classes) logits. None for an empty batch
+    of a model that does not name its classes.
+    """
+    model_images(model, name, images)
+    classes = getattr(getattr(model, "head", None), "out_features", None)
+    sized = all(isinstance(getattr(model, a, None), int) for a in ("channels", "image_size"))
+    if sized and isinstance(classes, int):
+        return classes
+    if len(images) == 0:
+        return None
+    try:
+        with torch.no_grad(), eval_mode(model):
+            logits = model(images[:1])
+    except (RuntimeError, TypeError, ValueError, IndexError) as err:
+        raise ValueError(
+            f"model cannot classify {name} of shape {tuple(images.shape)} (a model of another "
+            f"kind or shape?): {err}"
+        ) from err
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or logits.shape[0] != 1:
+        raise ValueError(
+            f"model must return (batch, classes) logits for {name}, got {_describe(logits)} "
+            "for one image"
+        )
+    return int(logits.shape[1])

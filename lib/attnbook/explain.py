@@ -22,6 +22,9 @@ patch mattered more for the prediction.
   of two scorings, one per image, and the same with a third scoring held fixed.
 
 Every function works on the device of its inputs (CPU, CUDA, ``meta``).
+Images with NaN pixels, an empty channel or side, and (for the functions that
+run a model) an empty batch or a model that cannot classify them are refused
+by name.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from torch import nn
 
 from . import _validate
 from .patches import patchify, unpatchify
+from .vit import TinyViT, _seed
 
 __all__ = [
     "cls_attention",
@@ -124,13 +128,25 @@ def attention_rollout(weights: Sequence[torch.Tensor] | torch.Tensor) -> torch.T
     return rollout
 
 
-def _check_batch(images: torch.Tensor, labels: torch.Tensor) -> None:
-    _validate.tensor("images", images, ndim=4, floating=True)
+def _check_images(images: object) -> torch.Tensor:
+    """(batch, C, H, W) floating images without an empty channel or side, and without NaN."""
+    _validate.model_input("images", images, ndim=4)
+    return _validate.no_nan("images", images)
+
+
+def _check_batch(model: object, images: object, labels: object) -> None:
+    """A classifier, a non-empty batch of images it takes, and one label per image that it scores."""
+    _validate.module("model", model, nn.Module)
+    _check_images(images)
     _validate.tensor("labels", labels, ndim=1)
     if len(images) != len(labels):
         raise ValueError(
             f"images and labels must hold as many examples, got {len(images)} and {len(labels)}"
         )
+    if len(images) == 0:  # nothing to explain: refused rather than an empty or NaN result
+        raise ValueError(f"images must hold at least one image, got shape {tuple(images.shape)}")
+    classes = _validate.classifier_classes(model, "images", images)
+    _validate.ids("labels", labels, upper=2**62 if classes is None else classes)
 
 
 def _fill_patches(
@@ -187,10 +203,7 @@ def occlusion_scores(
     occluded copy (its own mode is restored after); all of them (batch x
     patches) go through it in one batch.
     """
-    _validate.module("model", model, nn.Module)
-    _check_batch(images, labels)
-    _validate.model_images(model, "images", images)
-    _check_labels(model, labels)
+    _check_batch(model, images, labels)
     b, C, H, W = images.shape
     patches = patchify(images, patch_size)  # (b, P, C p p)
     filler = _fill_patches(fill, images, patch_size)  # (1, P, C p p)
@@ -224,10 +237,7 @@ def deletion_curve(
     2018). ``fill`` is as in :func:`occlusion_scores`. The model runs in eval
     mode; its own mode is restored after.
     """
-    _validate.module("model", model, nn.Module)
-    _check_batch(images, labels)
-    _validate.model_images(model, "images", images)
-    _check_labels(model, labels)
+    _check_batch(model, images, labels)
     patches = patchify(images, patch_size)  # (b, P, C p p)
     b, P = patches.shape[:2]
     _validate.no_nan("scores", _validate.as_float_tensor("scores", scores, ndim=2))
@@ -261,15 +271,9 @@ def deletion_area(curve: torch.Tensor) -> torch.Tensor:
     return ((curve[:, 1:] + curve[:, :-1]) / 2).mean(dim=-1)
 
 
-def _check_labels(model: nn.Module, labels: torch.Tensor) -> None:
-    """Labels must be integer class ids the model can score."""
-    classes = getattr(getattr(model, "head", None), "out_features", None)
-    _validate.ids("labels", labels, upper=classes if isinstance(classes, int) else 2**62)
-
-
 def ink_scores(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     """The ink in each patch: images (batch, C, H, W) -> the sum of each patch's pixels (batch, patches)."""
-    _validate.tensor("images", images, ndim=4, floating=True)
+    _check_images(images)
     return patchify(images, patch_size).sum(dim=-1)
 
 
@@ -286,7 +290,7 @@ def change_scores(
     trivial baseline of the zero fill, and this map the trivial baseline of
     any fill. A patch that already equals the fill scores 0.
     """
-    _validate.tensor("images", images, ndim=4, floating=True)
+    _check_images(images)
     tokens = patchify(images, patch_size)  # (b, P, C p p)
     filler = _fill_patches(fill, images, patch_size)  # (1, P, C p p)
     return (tokens - filler).abs().sum(dim=-1)
@@ -355,21 +359,19 @@ def explanation_scores(
 ) -> dict[str, torch.Tensor]:
     """Every explanation of the chapter for each image, as (batch, patches) scores.
 
-    ``model`` is a :class:`attnbook.vit.TinyViT`. Keys: ``"raw attention"``
+    ``model`` is a :class:`attnbook.vit.TinyViT` and ``seed`` an integer >= 0. Keys: ``"raw attention"``
     (:func:`cls_attention` of the last block), ``"rollout"`` (row 0 of
     :func:`attention_rollout` over the patches), ``"ink"``, ``"random"``
     (uniform random numbers drawn from ``seed``, the chance level) and
     ``"occlusion"`` (:func:`occlusion_scores` with ``fill``). Every score is
     on the images' device. The model runs in eval mode; its own mode is restored after.
     """
-    _validate.module("model", model, nn.Module)
-    _check_batch(images, labels)
-    _validate.model_images(model, "images", images)
-    _check_labels(model, labels)
+    _validate.module("model", model, TinyViT)
+    _check_batch(model, images, labels)
+    generator = torch.Generator().manual_seed(_seed(seed))
     with _validate.eval_mode(model):
         model(images)
     weights = [w.detach() for w in model.attention_weights]
-    generator = torch.Generator().manual_seed(seed)
     random = torch.rand(images.shape[0], model.num_patches, generator=generator)
     return {
         "raw attention": cls_attention(weights[-1]),

@@ -123,6 +123,9 @@ def train_lm(
     ids = model.check_ids(_validate.tensor("ids", ids, ndim=1).unsqueeze(0), "ids")[0]
     if ids.numel() < context + 2:
         raise ValueError(f"ids must hold more than context + 1 = {context + 1} tokens")
+    seed = _validate.seed_int("seed", seed)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be a function or None, got {_validate._describe(callback)}")
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1 - 0.9 * s / steps)
@@ -160,6 +163,7 @@ def corpus_loss(model: TinyLM, text: str | None = None) -> float:
     if len(text) < 2:
         raise ValueError(f"text must hold at least 2 characters (one to predict), got {text!r}")
     ids = CharTokenizer(load_corpus()).encode(text)
+    _validate.tokens_fit("text", ids[None], vocab=model.vocab_size, max_len=None)
     width = model.max_len + 1
     if ids.numel() <= width:
         windows = ids[None]  # (1, len(text)): the whole text is one window
@@ -243,6 +247,8 @@ def generate(
         raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
         raise TypeError(f"seed must be an integer or None, got {seed!r}")
+    if seed is not None:
+        seed = _validate.seed_int("seed", seed, negative=True)
     if not isinstance(use_cache, bool):
         raise TypeError(f"use_cache must be True or False, got {use_cache!r}")
     return_logits = _validate.flag("return_logits", return_logits)

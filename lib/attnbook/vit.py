@@ -163,7 +163,15 @@ def build_mlp(seed: int = 0, hidden: int = 128) -> nn.Sequential:
 def _seed(seed: object) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if seed >= 2**64:  # torch's seeds are 64-bit
+        raise ValueError(f"seed must be below 2**64, got {seed!r}")
     return seed
+
+
+def _check_images(name: str, X: object) -> torch.Tensor:
+    """(n, C, H, W) floating images without an empty channel or side, and without NaN."""
+    _validate.model_input(name, X, ndim=4)
+    return _validate.no_nan(name, X)
 
 
 def train_vit(
@@ -186,14 +194,14 @@ def train_vit(
     small; the result does not depend on the thread count).
     """
     _validate.module("model", model, nn.Module)
-    _validate.tensor("X", X, ndim=4, floating=True)
-    _validate.model_images(model, "X", X)
+    _check_images("X", X)
     _validate.tensor("y", y, ndim=1)
     if len(X) != len(y):
         raise ValueError(f"X and y must hold as many examples, got {len(X)} and {len(y)}")
-    classes = getattr(getattr(model, "head", None), "out_features", None)
-    if isinstance(classes, int):
-        _validate.labels("y", y, count=len(X), num_classes=classes)
+    if len(X) == 0:
+        raise ValueError(f"X must hold at least one image to train on, got shape {tuple(X.shape)}")
+    classes = _validate.classifier_classes(model, "X", X)
+    _validate.labels("y", y, count=len(X), num_classes=classes)
     epochs = _validate.positive_int("epochs", epochs)
     batch_size = _validate.positive_int("batch_size", batch_size)
     lr = _validate.positive_number("lr", lr)
@@ -229,10 +237,13 @@ def train_vit(
 
 @torch.no_grad()
 def predict_proba(model: nn.Module, X: torch.Tensor, batch_size: int = 500) -> torch.Tensor:
-    """Class probabilities (n, classes) of images X (n, C, H, W), in eval mode."""
+    """Class probabilities (n, classes) of images X (n, C, H, W), in eval mode.
+
+    ``model`` is any image classifier (a model that cannot take X is refused by
+    name); X may be an empty batch, but not hold NaN."""
     _validate.module("model", model, nn.Module)
-    _validate.tensor("X", X, ndim=4, floating=True)
-    _validate.model_images(model, "X", X)
+    _check_images("X", X)
+    _validate.classifier_classes(model, "X", X)
     batch_size = _validate.positive_int("batch_size", batch_size)
     with _validate.eval_mode(model):
         if len(X) == 0:
@@ -244,7 +255,10 @@ def predict_proba(model: nn.Module, X: torch.Tensor, batch_size: int = 500) -> t
 
 
 def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
-    """The fraction of images X (n, C, H, W) whose most probable class is y (n,)."""
+    """The fraction of images X (n, C, H, W) whose most probable class is y (n,); n >= 1."""
+    _validate.tensor("X", X, ndim=4, floating=True)
+    if len(X) == 0:  # the mean over no images would be NaN
+        raise ValueError(f"X must hold at least one image, got shape {tuple(X.shape)}")
     probs = predict_proba(model, X)
     y = _validate.labels("y", y, count=len(X), num_classes=probs.shape[-1])
     return float((probs.argmax(-1) == y.to(probs.device)).float().mean())

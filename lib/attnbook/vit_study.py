@@ -92,6 +92,8 @@ def distance_correlation(similarity: torch.Tensor, distance: str = "straight") -
     in patches) or ``"city block"`` (rows apart plus columns apart). Near -1:
     the nearer two patches, the more alike their positions (the pattern of the
     ViT paper's Fig. 7); near 0: no relation; positive: neighbours less alike.
+    NaN when every pair has the same similarity (nothing to rank), as
+    :func:`attnbook.explain.spearman` gives for a constant row.
     """
     _validate.tensor("similarity", similarity, ndim=4, floating=True)
     _validate.no_nan("similarity", similarity)
@@ -163,6 +165,17 @@ def measure(model: TinyViT, untrained: TinyViT, data: DigitsSplit, seed: int) ->
     _validate.module("untrained", untrained, TinyViT)
     _check_data(data)
     _seed(seed)
+    shape = ("image_size", "patch_size", "channels", "num_patches")
+    if any(getattr(untrained, a) != getattr(model, a) for a in shape):
+        described = {
+            m: ", ".join(f"{a}={getattr(x, a)}" for a in shape[:3])
+            for m, x in (("model", model), ("untrained", untrained))
+        }
+        raise ValueError(
+            f"untrained must cut images as model does (its maps are compared patch by patch), "
+            f"got model with {described['model']} and untrained with {described['untrained']}"
+        )
+    _validate.model_images(model, "data.X_test", data.X_test)
     images, labels = data.X_test[:NUM_EXPLAINED], data.y_test[:NUM_EXPLAINED]
     p = model.patch_size
     with torch.no_grad(), _validate.eval_mode(untrained):

@@ -78,6 +78,14 @@ def _tiny_lm():
     return lm.TinyLM(vocab_size=11, num_hiddens=8, num_heads=2, num_layers=1, max_len=16)
 
 
+def _tiny_lm3():
+    """A TinyLM with a vocabulary of 3 (the cases' prompts hold the id 3)."""
+    from attnbook import lm
+
+    torch.manual_seed(0)
+    return lm.TinyLM(vocab_size=3, num_hiddens=8, num_heads=2, num_layers=1, max_len=16)
+
+
 def _induction_model():
     from attnbook import induction
 
@@ -122,6 +130,15 @@ def _vit16():
 
     return vit.build_vit(
         seed=0, image_size=16, num_hiddens=8, num_heads=2, ffn_hiddens=8, num_layers=1
+    )
+
+
+def _vit_p4():
+    """A ViT that cuts the 8 x 8 images into 4 x 4 patches (the cases' ViT cuts 2 x 2)."""
+    from attnbook import vit
+
+    return vit.build_vit(
+        seed=0, patch_size=4, num_hiddens=8, num_heads=2, ffn_hiddens=8, num_layers=1
     )
 
 
@@ -628,7 +645,10 @@ def _cases() -> dict[str, Case]:
     )
     c["lm.CharTokenizer"] = Case(lambda: {"text": "abcab"})
     c["corpus.CharTokenizer"] = c["lm.CharTokenizer"]
-    c["lm.corpus_loss"] = Case(lambda: {"model": lm.load_checkpoint()[0], "text": "the keys."})
+    c["lm.corpus_loss"] = Case(
+        lambda: {"model": lm.load_checkpoint()[0], "text": "the keys."},
+        other={"model": _tiny_lm},  # its vocabulary of 11 is not the corpus's
+    )
     c["lm.generate"] = Case(
         lambda: {
             "model": _tiny_lm(),
@@ -644,6 +664,8 @@ def _cases() -> dict[str, Case]:
         ids={"ids": 11},
         skip={"seed"},
         accepts={"ids": {"axes+"}},
+        nonempty={"ids": (0,)},
+        other={"model": _tiny_lm3},
     )
     c["lm.kv_cache_numbers"] = Case(
         lambda: {"num_layers": 2, "steps": 4, "num_hiddens": 8, "num_heads": 2, "num_kv_heads": 1}
@@ -663,7 +685,7 @@ def _cases() -> dict[str, Case]:
             "callback": None,
         },
         ids={"ids": 11},
-        skip={"seed", "callback"},
+        skip={"callback"},
     )
     c["lm.train_checkpoint_recipe"] = Case(lambda: {"steps": 1})
     c["corpus.ngram_loss"] = Case(
@@ -821,19 +843,27 @@ def _cases() -> dict[str, Case]:
         ids={"y": 10},
         skip={"seed"},
         other={"model": _vit16},
-        accepts={"model": {"wrong module"}},  # any classifier of images
+        nan={"X"},
+        typed={"X"},
+        nonempty={"X": (1, 2, 3)},
+        batch={"X", "y"},
     )
     c["vit.predict_proba"] = Case(
         lambda: {"model": _vit(), "X": _images(), "batch_size": 2},
         batch={"X"},
         other={"model": _vit16},
-        accepts={"model": {"wrong module"}},  # any classifier of images
+        nan={"X"},
+        typed={"X"},
+        nonempty={"X": (1, 2, 3)},
     )
     c["vit.accuracy"] = Case(
         lambda: {"model": _vit(), "X": _images(), "y": _labels()},
         ids={"y": 10},
         other={"model": _vit16},
-        accepts={"model": {"wrong module"}},  # any classifier of images
+        nan={"X"},
+        typed={"X"},
+        nonempty={"X": (1, 2, 3)},
+        batch={"X", "y"},
     )
     c["explain.cls_attention"] = Case(
         lambda: {"weights": torch.softmax(_rand(2, 2, 5, 5), -1)}, batch={"weights"}
@@ -851,21 +881,32 @@ def _cases() -> dict[str, Case]:
         },
         ids={"labels": 10},
         other={"model": _vit16},
-        accepts={"model": {"wrong module"}},  # any classifier of images
+        nan={"images"},
+        typed={"images"},
+        nonempty={"images": (1, 2, 3)},
+        batch={"images", "labels"},
     )
     c["explain.ink_scores"] = Case(
-        lambda: {"images": _images(2), "patch_size": 2}, batch={"images"}
+        lambda: {"images": _images(2), "patch_size": 2},
+        batch={"images"},
+        nan={"images"},
+        nonempty={"images": (1, 2, 3)},
     )
     c["explain.change_scores"] = Case(
-        lambda: {"images": _images(2), "patch_size": 2, "fill": 0.5}, batch={"images"}
+        lambda: {"images": _images(2), "patch_size": 2, "fill": 0.5},
+        batch={"images"},
+        nan={"images"},
+        nonempty={"images": (1, 2, 3)},
     )
     c["explain.spearman"] = Case(lambda: {"a": _rand(2, 5), "b": _rand(2, 5, seed=1)})
     c["explain.explanation_scores"] = Case(
         lambda: {"model": _vit(), "images": _images(2), "labels": _labels(2), "seed": 0},
         ids={"labels": 10},
-        skip={"seed"},
         other={"model": _vit16},
-        accepts={"model": {"wrong module"}},  # any classifier of images
+        nan={"images"},
+        typed={"images"},
+        nonempty={"images": (1, 2, 3)},
+        batch={"images", "labels"},
     )
     c["explain.agreement"] = Case(
         lambda: {"scores": explain.explanation_scores(_vit(), _images(2), _labels(2))}
@@ -999,9 +1040,11 @@ def _cases() -> dict[str, Case]:
             "fill": 0.0,
         },
         ids={"labels": 10},
-        nan={"scores"},
         other={"model": _vit16},
-        accepts={"model": {"wrong module"}},  # any classifier of images
+        nan={"images", "scores"},
+        typed={"images"},
+        nonempty={"images": (1, 2, 3)},
+        batch={"images", "labels", "scores"},
     )
     c["explain.deletion_area"] = Case(lambda: {"curve": _rand(2, 5)}, batch={"curve"})
     c["explain.partial_spearman"] = Case(
@@ -1011,6 +1054,7 @@ def _cases() -> dict[str, Case]:
     c["vit_study.measure"] = Case(
         lambda: {"model": _vit(), "untrained": _vit(), "data": _digits(), "seed": 0},
         skip={"seed"},
+        other={"model": _vit16, "untrained": _vit_p4},
     )
     c["vit.position_similarity"] = Case(lambda: {"model": _vit()})
     c["vit_study.neighbour_swap"] = Case(lambda: {"grid": 4})

@@ -50,9 +50,15 @@ def _without_sklearn(monkeypatch):
 
 
 def test_the_library_imports_without_sklearn_and_says_how_to_install_it(monkeypatch):
+    import attnbook
+
     _without_sklearn(monkeypatch)
     for name in ("attnbook.digits", "attnbook.vit", "attnbook.explain", "attnbook.vit_study"):
         monkeypatch.delitem(sys.modules, name, raising=False)
+        # the import below rebinds attnbook.<module>: restore it too, or later tests
+        # would mix the fresh module's classes (a fresh TinyViT) with the old ones
+        short = name.split(".")[1]
+        monkeypatch.setattr(attnbook, short, getattr(attnbook, short), raising=False)
         importlib.import_module(name)
     fresh = sys.modules["attnbook.digits"]
     with pytest.raises(ModuleNotFoundError, match=r"scikit-learn.*pip install scikit-learn"):
