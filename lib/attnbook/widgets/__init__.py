@@ -1,8 +1,10 @@
 """Explorers: controls that redraw attention pictures, live in a kernel, static on the website.
 
-The machinery (renderer base class, controls, live widget, static HTML) lives in
-:mod:`attnbook.widgets._core`, whose docstring says how to write a new
-explorer; each explorer is one module of its own.
+The machinery lives in modules of one idea each (the renderer base class in
+``_renderer``, the controls in ``_controls``, the live widget in
+``_live_widget``, the static HTML in ``_static``); :mod:`attnbook.widgets._core`
+puts them together in ``Explorer``, and its docstring says how to write a new
+explorer. Each explorer is one module of its own.
 """
 
 from ._core import (
