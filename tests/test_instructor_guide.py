@@ -151,7 +151,7 @@ def test_a_deck_is_linked_only_when_the_site_holds_it(tmp_path):
     assert guide.decks_in(tmp_path) == {"masked-softmax"}
     page = guide.fill(PAGE.read_text(), decks={"masked-softmax"})
     assert page.count("../slides/") == 2
-    assert "[slides (HTML)](../slides/masked-softmax.html)" in page
+    assert '<a href="../slides/masked-softmax.html">slides (HTML)</a>' in page
     assert "../slides/" not in guide.fill(PAGE.read_text())
 
 

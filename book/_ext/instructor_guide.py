@@ -257,7 +257,13 @@ def _cpu(name: str, times: dict) -> str:
 
 def _deck(name: str, decks: set[str]) -> str:
     if name in decks:
-        return f"[slides (HTML)](../slides/{name}.html), [PDF](../slides/{name}.pdf)"
+        # Raw HTML, not a Markdown link: MyST resolves a relative Markdown link as a
+        # cross-reference, finds no source for ../slides/NAME.html, and the strict
+        # build (-W) fails on the warning, as in `make site` once the decks exist.
+        return (
+            f'<a href="../slides/{name}.html">slides (HTML)</a>, '
+            f'<a href="../slides/{name}.pdf">PDF</a>'
+        )
     return "not in this build of the site (the decks come from `make slides`)"
 
 
