@@ -4,6 +4,13 @@
 # requirements.in.
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
+# With ATTNBOOK_TIMES set to a folder (.ci/run sets it), every recipe line runs
+# through tools/timed_shell, which files its wall and CPU seconds under its
+# target; `tools/ci_times.py` prints the table.
+ifdef ATTNBOOK_TIMES
+SHELL := $(CURDIR)/tools/timed_shell
+export ATTNBOOK_TARGET = $@
+endif
 .DEFAULT_GOAL := help
 
 PYTHON ?= python3
@@ -22,7 +29,10 @@ EDITIONS := $(patsubst book/%,book/colab/%,$(NOTEBOOKS))
 SLIDE_NOTEBOOKS := $(sort $(wildcard slides/*.ipynb))
 # `make test NB=book/masked-softmax.ipynb` checks one notebook only.
 NB ?=
-NBVAL := -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p tests.nbval_report
+# tests.times_report files each notebook's and test's time when ATTNBOOK_TIMES is set.
+TIMES_REPORT := -p tests.times_report
+NBVAL := -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p tests.nbval_report \
+  $(TIMES_REPORT)
 # Every notebook at once: one notebook per worker, two workers (pytest-xdist).
 NBVAL_ALL := $(NBVAL) -n 2 --dist loadfile
 PORT ?= 8000
@@ -191,7 +201,7 @@ book: $(STAMP) $(LIB_STAMP) $(KERNEL_PROFILE)
 pdf: book
 	$(BUILD_BOOK) --builder custom --custom-builder singlehtml
 	$(BIN)/python -m tools.print_book
-	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_pdf.py
+	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q tests/test_pdf.py
 
 # The website with the PDF and the slide decks: print the book and build the
 # decks first, then build the site, which links "Download the book as PDF" from
@@ -211,7 +221,7 @@ $(REVEAL_STAMP): slides/package.json slides/package-lock.json
 
 slides: $(STAMP) $(KERNEL_PROFILE) $(REVEAL_STAMP)
 	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m tools.slides
-	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_slides_browser.py
+	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q tests/test_slides_browser.py
 
 # Two tiers. `make test` (the README's test command, a few minutes): lint, the
 # library's tests, strict nbval on every notebook, the website build and its
@@ -242,7 +252,7 @@ lint: $(STAMP)
 # library's many small operations then spend their time waiting on each
 # other's threads (measured: 53 s and 91 CPU-seconds instead of 96 s and 160).
 test-lib: $(STAMP)
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider -q -n 2 lib/tests
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q -n 2 lib/tests
 
 # The live explorers' JavaScript (runtime and forward passes) against fixtures
 # exported from PyTorch: Node's own test runner, no npm package (a second or two).
@@ -271,26 +281,26 @@ SOURCE_TESTS := tests/test_notebooks.py tests/test_readers_edition.py tests/test
   tests/test_student_edition.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
-	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(BOOK_TESTS) \
+	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q -m "not slow" $(BOOK_TESTS) \
 	  $(addprefix --ignore=,$(SOURCE_TESTS))
 
 # Inside `make test` it waits for the library tests (SOURCES_AFTER), so that
 # it never takes the second job slot before nbval has started.
 SOURCES_AFTER ?=
 test-sources: $(STAMP) | $(SOURCES_AFTER)
-	$(BIN)/python -m pytest -p no:cacheprovider -q -m "not slow" $(SOURCE_TESTS)
+	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q -m "not slow" $(SOURCE_TESTS)
 
 # `make check`'s share of the book tests (marked `slow`, see tests/conftest.py):
 # proofs that the test machinery bites (a changed stored digit fails strict
 # nbval on every chapter; nbval's executed notebooks are what the build files).
 # They need no built site.
 test-slow: $(STAMP) $(OTTER_LIB)
-	$(BIN)/python -m pytest -p no:cacheprovider -q -m slow $(BOOK_TESTS)
+	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q -m slow $(BOOK_TESTS)
 
 # Every static explorer driven offline, axe-core in light and dark mode, the
 # phone and dark-mode layouts, the site under a sub-path: one browser each.
 test-browser: $(STAMP) book
-	$(BIN)/python -m pytest -p no:cacheprovider -q $(BROWSER_TESTS)
+	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q $(BROWSER_TESTS)
 
 # After `make test`, the rest two at a time: the browser suites spend much of
 # their time waiting on pages and kernels, so they share the cores with the
@@ -310,11 +320,11 @@ FRESH := _build/fresh
 test-fresh-site: $(STAMP) $(KERNEL_PROFILE)
 	rm -rf $(FRESH)
 	$(BUILD_BOOK) --path-output $(FRESH)
-	ATTNBOOK_FRESH_BUILD=$(CURDIR)/$(FRESH)/_build $(BIN)/python -m pytest -p no:cacheprovider -q \
+	ATTNBOOK_FRESH_BUILD=$(CURDIR)/$(FRESH)/_build $(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q \
 	  tests/test_fresh_site.py
 
 test-jupyter: $(STAMP)
-	$(BIN)/python -m pytest -p no:cacheprovider -q tests/test_jupyter.py tests/test_live_jupyter.py
+	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q tests/test_jupyter.py tests/test_live_jupyter.py
 
 # Strict nbval on every notebook, run as the book build runs them
 # (ATTNBOOK_STATIC=1: explorers in their website form, whose HTML alone is left
@@ -350,7 +360,7 @@ test-cpus: $(STAMP) $(KERNEL_PROFILE)
 	if [ -n "$$failed" ]; then printf "== strict nbval failed with:$$failed\n"; exit 1; fi
 
 test-widgets-ipyw7: colab-env
-	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider -q lib/tests/test_widgets.py lib/tests/test_live.py \
+	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q lib/tests/test_widgets.py lib/tests/test_live.py \
 	  lib/tests/test_live_dates.py lib/tests/test_live_lm.py lib/tests/test_live_digits.py
 
 # Colab opens the reader's edition, so that is what runs here.
