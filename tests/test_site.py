@@ -17,9 +17,25 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 def pages(site: Path | None = None) -> list[Path]:
-    """Every HTML page of ``site`` (default: the built site, _build/html)."""
+    """Every HTML page of ``site`` (default: the built site, _build/html), the
+    book's own: not the slide decks that `make slides` writes into its
+    ``slides/`` folder (Jupyter Book's footer is not theirs; tests/test_slides*.py
+    check them)."""
     site = site or require_site()
-    return sorted(p for p in site.rglob("*.html") if "_static" not in p.parts)
+    return sorted(
+        p
+        for p in site.rglob("*.html")
+        if "_static" not in p.parts and p.relative_to(site).parts[0] != "slides"
+    )
+
+
+def test_pages_are_the_books_own(tmp_path):
+    """The decks that `make slides` writes into the site are not the book's pages:
+    with them counted, the footer test failed after `make slides`."""
+    for name in ["book/intro.html", "slides/masked-softmax.html", "_static/x.html"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("<html></html>")
+    assert [p.relative_to(tmp_path).as_posix() for p in pages(tmp_path)] == ["book/intro.html"]
 
 
 def overweight(site: Path) -> list[str]:
