@@ -21,14 +21,13 @@ def _check_source(source: object, source_lens: object) -> tuple[torch.Tensor, to
         raise TypeError(f"source must hold int64 symbol indices, got dtype {source.dtype}")
     if source.shape[0] == 0:
         raise ValueError("source must hold at least one sequence, got an empty batch")
-    lens = _validate.lengths(
-        "source_lens", source_lens, upper=source.shape[1], device=source.device
+    lens = _validate.sequence_lengths(
+        "source_lens",
+        source_lens,
+        batch=source.shape[0],
+        upper=source.shape[1],
+        device=source.device,
     )
-    if lens.shape != (source.shape[0],):
-        raise ValueError(
-            f"source_lens must have shape ({source.shape[0]},), one length per source, "
-            f"got shape {tuple(lens.shape)}"
-        )
     if bool((lens < 1).any()):
         raise ValueError("source_lens must be >= 1: an empty source has nothing to encode")
     return source, lens

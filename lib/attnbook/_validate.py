@@ -144,6 +144,18 @@ def lengths(name: str, value: object, *, upper: int, device: torch.device) -> to
     return value.to(device=device, dtype=torch.long)
 
 
+def sequence_lengths(name: str, value: object, *, batch: int, upper: int, device) -> torch.Tensor:
+    """One valid length per sequence of a batch of ``batch`` sources of ``upper``
+    positions: ``lengths``, and then shape ``(batch,)``."""
+    lens = lengths(name, value, upper=upper, device=device)
+    if lens.shape != (batch,):
+        raise ValueError(
+            f"{name} must have shape ({batch},), one length per source, "
+            f"got shape {tuple(lens.shape)}"
+        )
+    return lens
+
+
 def real_number(name: str, value: object) -> float:
     """Check a real number (not a bool); returns it as a float."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

@@ -135,15 +135,13 @@ class TransformerDecoderLayer(nn.Module):
                 f"and {tuple(memory.shape)}"
             )
         if memory_lens is not None:
-            lens = _validate.lengths(
-                "memory_lens", memory_lens, upper=memory.shape[1], device=X.device
+            memory_lens = _validate.sequence_lengths(
+                "memory_lens",
+                memory_lens,
+                batch=X.shape[0],
+                upper=memory.shape[1],
+                device=X.device,
             )
-            if lens.shape != (X.shape[0],):
-                raise ValueError(
-                    f"memory_lens must have shape ({X.shape[0]},), one length per source, "
-                    f"got shape {tuple(lens.shape)}"
-                )
-            memory_lens = lens
         if self.norm_first:
             X = X + self._self(self.norm1(X), causal)
             X = X + self._cross(self.norm2(X), memory, memory_lens)
@@ -309,14 +307,13 @@ class TransformerSeq2Seq(nn.Module):
         _validate.ids("source", source, ndim=2, upper=self.source_embedding.num_embeddings)
         if source.shape[0] == 0:
             raise ValueError("source must hold at least one sequence, got an empty batch")
-        lens = _validate.lengths(
-            "source_lens", source_lens, upper=source.shape[1], device=source.device
+        lens = _validate.sequence_lengths(
+            "source_lens",
+            source_lens,
+            batch=source.shape[0],
+            upper=source.shape[1],
+            device=source.device,
         )
-        if lens.shape != (source.shape[0],):
-            raise ValueError(
-                f"source_lens must have shape ({source.shape[0]},), one length per source, "
-                f"got shape {tuple(lens.shape)}"
-            )
         X = self._embed(source, self.source_embedding, self.source_positions)
         return self.encoder_norm(self.encoder(X, lens))
 
