@@ -219,8 +219,12 @@ $(REVEAL_STAMP): slides/package.json slides/package-lock.json
 	cd slides && npm ci --ignore-scripts --no-audit --no-fund
 	touch $@
 
+# SLIDES_EXECUTED=DIR (make check: `make test` has just filled it) takes each
+# deck's notebook from nbval's executed copy in DIR instead of executing it.
+SLIDES_EXECUTED ?=
 slides: $(STAMP) $(KERNEL_PROFILE) $(REVEAL_STAMP)
-	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m tools.slides
+	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m tools.slides \
+	  $(if $(SLIDES_EXECUTED),--executed $(SLIDES_EXECUTED))
 	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q tests/test_slides_browser.py
 
 # Two tiers. `make test` (the README's test command, a few minutes): lint, the
@@ -308,7 +312,8 @@ test-browser: $(STAMP) book
 CHECK_PARTS := test-cpus test-browser test-jupyter colab pdf slides test-widgets-ipyw7 test-slow \
   test-fresh-site
 check: test
-	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECK_PARTS)
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECK_PARTS) \
+	  SLIDES_EXECUTED=$(EXECUTED)/slides
 
 # The website as a fresh clone (and the Pages workflow) builds it: `make test`
 # files nbval's executed notebooks in the book's execution cache, which keep
@@ -337,9 +342,12 @@ test-notebooks: $(STAMP) $(KERNEL_PROFILE) $(LIB_STAMP)
 	ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) \
 	  -p tests.nbval_executed --nbval-executed-into $(EXECUTED) $(NOTEBOOKS)
 	$(BIN)/python -m tools.book_cache $(EXECUTED)
-# The slide notebooks, as `make test NB=slides/NAME.ipynb` checks them (live
-# explorers; `make slides` executes them afresh with the website's static ones).
-	IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) $(SLIDE_NOTEBOOKS)
+# The slide notebooks, run as `make slides` runs them (the website's static
+# explorers; make test-cpus runs them live, as `make test NB=slides/NAME.ipynb`
+# does): `make check`'s decks are written from these executed copies
+# (SLIDES_EXECUTED), so each slide notebook is executed once for both.
+	ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) \
+	  -p tests.nbval_executed --nbval-executed-into $(EXECUTED)/slides $(SLIDE_NOTEBOOKS)
 
 # Strict nbval again with other CPU code paths forced, so that a stored output
 # which holds only on this machine's kernels fails here and not on a reader's

@@ -184,3 +184,22 @@ def test_a_chapter_links_its_deck_only_when_built(tmp_path):
     assert 'href="../slides/a.html"' in page_a and 'href="../slides/a.pdf"' in page_a
     assert page_a.index("</h1>") < page_a.index("attnbook-slides-link")
     assert "attnbook-slides-link" not in page_b
+
+
+def test_a_deck_reuses_nbvals_executed_copy_only_when_its_cells_are_the_notebooks(tmp_path):
+    """`make check` writes the decks from `make test`'s executed slide notebooks
+    (tools.slides --executed); a copy whose cells differ from the source (an
+    edit since) is executed afresh instead. Seen: both decks byte-identical."""
+    source = slides.SOURCES / "masked-softmax.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", text="ran by nbval\n")]
+    nbformat.write(nb, tmp_path / source.name)
+    reused = slides.executed_copy(source, tmp_path)
+    assert reused is not None and reused.cells[-1].source == nb.cells[-1].source
+    assert slides.executed_copy(source, None) is None
+    assert slides.executed_copy(slides.SOURCES / "positions.ipynb", tmp_path) is None  # no copy
+    nb.cells[0].source += "\n"  # the source was edited since nbval ran
+    nbformat.write(nb, tmp_path / source.name)
+    assert slides.executed_copy(source, tmp_path) is None

@@ -3,6 +3,7 @@
     python -m tools.slides                      # every slides/*.ipynb
     python -m tools.slides masked-softmax ...   # some decks only
     python -m tools.slides --no-pdf ...         # the HTML decks only
+    python -m tools.slides --executed DIR ...   # reuse nbval's executed copies
 
 Each ``slides/NAME.ipynb`` is a short notebook written for the slide (not
 copied from the chapter). Its cells carry Jupyter's standard slideshow
@@ -17,7 +18,10 @@ metadata, ``metadata.slideshow.slide_type``:
 
 The notebook is executed afresh with ``ATTNBOOK_STATIC=1``, so every explorer
 emits its self-contained HTML fragment, exactly as on the website; a deck needs
-no kernel and no network. Code is never shown, only what it displays: HTML,
+no kernel and no network. ``--executed DIR`` (what `make check` passes) takes
+instead the copy that `make test`'s strict nbval executed the same way and
+wrote into DIR (tests/nbval_executed.py), for each deck whose cells are the
+slide notebook's own; any other deck is executed afresh. Code is never shown, only what it displays: HTML,
 then SVG, then PNG, then plain text, and printed text.
 
 Written into ``_build/html/slides/`` (the website publishes that folder):
@@ -37,6 +41,7 @@ import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -266,10 +271,30 @@ def copy_assets(out: Path = OUT) -> None:
     )
 
 
-def build_deck(name: str, out: Path = OUT) -> dict:
-    """Execute ``slides/NAME.ipynb`` and write ``out/NAME.html``; its size and time."""
+def executed_copy(path: Path, executed: Path | None) -> nbformat.NotebookNode | None:
+    """``executed/NAME.ipynb``, the copy of the slide notebook ``path`` that
+    strict nbval ran with the website's explorers (`make test`), if its cells
+    are the notebook's own; else None."""
+    if executed is None or not (executed / path.name).is_file():
+        return None
+    copy = nbformat.read(executed / path.name, as_version=4)
+    source = nbformat.read(path, as_version=4)
+
+    def cells(nb):
+        return [(cell.cell_type, cell.source, cell.metadata) for cell in nb.cells]
+
+    return copy if cells(copy) == cells(source) else None
+
+
+def build_deck(name: str, out: Path = OUT, executed: Path | None = None) -> dict:
+    """Write ``out/NAME.html`` from ``slides/NAME.ipynb``, executed afresh or
+    taken from ``executed`` (see executed_copy); its size and time."""
     start = time.perf_counter()
-    nb = execute(SOURCES / f"{name}.ipynb")
+    path = SOURCES / f"{name}.ipynb"
+    nb = executed_copy(path, executed)
+    reused = nb is not None
+    if nb is None:
+        nb = execute(path)
     page = deck_html(nb, name)
     target = out / f"{name}.html"
     target.write_text(page, encoding="utf-8")
@@ -280,6 +305,7 @@ def build_deck(name: str, out: Path = OUT) -> dict:
         "html_bytes": size,
         "slides": len(group_slides(nb, name)),
         "html_seconds": round(time.perf_counter() - start, 1),
+        "executed_by": "nbval (make test)" if reused else "tools.slides",
     }
 
 
@@ -330,7 +356,13 @@ def print_pdfs(names: list[str], out: Path = OUT) -> dict[str, dict]:
 
 def main(argv: list[str]) -> int:
     pdf = "--no-pdf" not in argv
-    names = [a for a in argv if a != "--no-pdf"] or deck_names()
+    argv = [a for a in argv if a != "--no-pdf"]
+    executed = None
+    if "--executed" in argv:
+        at = argv.index("--executed")
+        executed = Path(argv[at + 1])
+        del argv[at : at + 2]
+    names = argv or deck_names()
     unknown = sorted(set(names) - set(deck_names()))
     if unknown:
         raise ValueError(f"no slide notebook slides/NAME.ipynb for NAME in {unknown}")
@@ -339,7 +371,7 @@ def main(argv: list[str]) -> int:
     copy_assets(OUT)
     workers = min(2, len(names))
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        built = dict(zip(names, pool.map(build_deck, names)))
+        built = dict(zip(names, pool.map(partial(build_deck, executed=executed), names)))
     if pdf:
         for name, printed in print_pdfs(names).items():
             built[name].update(printed)
