@@ -230,12 +230,14 @@ slides: $(STAMP) $(KERNEL_PROFILE) $(REVEAL_STAMP)
 # Two tiers. `make test` (the README's test command, a few minutes): lint, the
 # library's tests, strict nbval on every notebook, the website build and its
 # link and hygiene checks; two jobs at a time on two cores. It runs every test
-# that an edit of a chapter, the library or the tools can break. `make check`
-# (what .ci/run runs): `make test`, then the widget tests under ipywidgets
-# 7.7.1 (Colab's), the browser suites, the real JupyterLab, the PDF, the
-# Colab-like run, nbval on other CPU code paths, and the tests marked `slow`
-# (test-slow), which check the test machinery itself and start kernels. No
-# test runs in neither tier.
+# that an edit of a chapter, the library or the tools can break, but for the
+# few library tests that train a model for seconds. `make check` (what
+# .ci/run runs): `make test`, then the widget tests under ipywidgets 7.7.1
+# (Colab's), the browser suites, the real JupyterLab, the PDF, the decks, the
+# Colab-like run, nbval on other CPU code paths, the website as a fresh clone
+# builds it, and the tests marked `slow` (test-slow): those that check the
+# test machinery itself and start kernels, and those training library tests.
+# No test runs in neither tier (CONTRIBUTING.md, "What each check guarantees").
 TEST_PARTS := test-book lint test-lib test-live-js test-sources
 ifeq ($(NB),)
 test: $(STAMP) $(KERNEL_PROFILE)
@@ -256,7 +258,10 @@ lint: $(STAMP)
 # library's many small operations then spend their time waiting on each
 # other's threads (measured: 53 s and 91 CPU-seconds instead of 96 s and 160).
 test-lib: $(STAMP)
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q -n 2 lib/tests
+# The library tests that train a model for seconds (marked `slow`) wait for
+# `make check` (test-slow).
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q -n 2 \
+	  -m "not slow" lib/tests
 
 # The live explorers' JavaScript (runtime and forward passes) against fixtures
 # exported from PyTorch: Node's own test runner, no npm package (a second or two).
@@ -297,9 +302,11 @@ test-sources: $(STAMP) | $(SOURCES_AFTER)
 # `make check`'s share of the book tests (marked `slow`, see tests/conftest.py):
 # proofs that the test machinery bites (a changed stored digit fails strict
 # nbval on every chapter; nbval's executed notebooks are what the build files).
-# They need no built site.
+# They need no built site. Then the library tests marked `slow`
+# (lib/tests/conftest.py): the few that train a model for seconds.
 test-slow: $(STAMP) $(OTTER_LIB)
 	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q -m slow $(BOOK_TESTS)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q -m slow lib/tests
 
 # Every static explorer driven offline, axe-core in light and dark mode, the
 # phone and dark-mode layouts, the site under a sub-path: one browser each.

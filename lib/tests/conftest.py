@@ -11,6 +11,16 @@ from hypothesis import HealthCheck, settings
 # import it to check that no pyplot figure appears.
 matplotlib.use("Agg")
 
+
+
+def pytest_configure(config):
+    # Two tiers (Makefile): `make test` runs the library tests but these
+    # (test-lib), `make check` runs them alone (test-slow), so nothing lands
+    # without them. Only a test that trains a model for several seconds
+    # carries the mark.
+    config.addinivalue_line("markers", "slow: trains a model for seconds; run by make check")
+
+
 # Deterministic, fast property tests that write nothing into the checkout.
 settings.register_profile(
     "attnbook",

@@ -46,6 +46,8 @@ def test_each_read_takes_its_own_stream():
         assert not torch.allclose(composition._layer_from(layer, xk, xq, xv), expected, atol=1e-3)
 
 
+# Trains a model for several seconds: make check's tier (conftest.py, "slow").
+@pytest.mark.slow
 def test_a_trained_model_composes_through_its_keys():
     model = induction.AttentionOnlyTransformer(seed=0)
     log = induction.train_induction(

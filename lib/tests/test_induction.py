@@ -331,6 +331,8 @@ def test_training_smoke_records_and_restores_threads():
         induction.train_induction(model, record_every=0)
 
 
+# Trains a model for several seconds: make check's tier (conftest.py, "slow").
+@pytest.mark.slow
 def test_two_layers_learn_to_copy_and_one_layer_does_not():
     """A shortened version of the chapter's run: the jump happens by step 200."""
     two = AttentionOnlyTransformer(seed=0)

@@ -26,6 +26,8 @@ from attnbook.widgets.live import _pack
 from attnbook.widgets.live.induction import load_chapter_weights, parse_tokens, run
 
 
+# Trains a model for several seconds: make check's tier (conftest.py, "slow").
+@pytest.mark.slow
 def test_shipped_weights_match_a_fresh_export_of_the_chapter_model():
     """induction.f16 is chapter 11's model (make live-weights), trained again here."""
     weights, arch = load_chapter_weights()

@@ -345,6 +345,8 @@ def test_shipped_checkpoint_loads_small_and_keeps_its_loss():
     assert abs(lm.corpus_loss(model, held_out) - info["held_out_loss"]) < 0.01
 
 
+# Trains a model for several seconds: make check's tier (conftest.py, "slow").
+@pytest.mark.slow
 def test_checkpoint_recipe_still_learns():
     """A quick partial check of `make lm-checkpoint`'s recipe: its first 60 steps
     (a few seconds) take the loss from about log(vocab) to well below it. The

@@ -601,6 +601,8 @@ def test_records_agree_names_what_drifted():
     assert vit_study.records_agree({key: 0.26}, {key: 0.10}) != []
 
 
+# Trains a model for several seconds: make check's tier (conftest.py, "slow").
+@pytest.mark.slow
 def test_measure_scores_each_fill_against_its_own_change():
     pytest.importorskip("sklearn")
     data = digits.load_digits_split()
