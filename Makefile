@@ -35,6 +35,13 @@ NBVAL := -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval-sanitize.
   $(TIMES_REPORT)
 # Every notebook at once: one notebook per worker, two workers (pytest-xdist).
 NBVAL_ALL := $(NBVAL) -n 2 --dist loadfile
+# The slowest chapters first, so that the two workers finish together (the
+# notebook table that .ci/run prints, tools/ci_times.py, says which they are);
+# then the other chapters and the slide notebooks.
+SLOWEST_NOTEBOOKS := $(addprefix book/,causal-language-model.ipynb induction-heads.ipynb \
+  attention-at-scale.ipynb vision-transformer.ipynb positions.ipynb)
+NOTEBOOKS_SLOWEST_FIRST := $(SLOWEST_NOTEBOOKS) $(filter-out $(SLOWEST_NOTEBOOKS),$(NOTEBOOKS)) \
+  $(SLIDE_NOTEBOOKS)
 PORT ?= 8000
 
 .PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
@@ -338,23 +345,20 @@ test-fresh-site: $(STAMP) $(KERNEL_PROFILE)
 test-jupyter: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q tests/test_jupyter.py tests/test_live_jupyter.py
 
-# Strict nbval on every notebook, run as the book build runs them
-# (ATTNBOOK_STATIC=1: explorers in their website form, whose HTML alone is left
-# out of the comparison): each chapter is executed once, and the notebooks
+# Strict nbval on every notebook, chapters and slide notebooks in one run (two
+# workers, the slowest notebooks first), run as the book build and `make
+# slides` run them (ATTNBOOK_STATIC=1: explorers in their website form, whose
+# HTML alone is left out of the comparison; make test-cpus runs them live, as
+# `make test NB=...` does): each notebook is executed once, and the notebooks
 # nbval executed are filed in the book's execution cache for test-book
-# (tests/nbval_executed.py, tools/book_cache.py).
+# (tests/nbval_executed.py, tools/book_cache.py) and kept for `make check`'s
+# decks (SLIDES_EXECUTED).
 EXECUTED := _build/nbval-executed
 test-notebooks: $(STAMP) $(KERNEL_PROFILE) $(LIB_STAMP)
 	rm -rf $(EXECUTED)
 	ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) \
-	  -p tests.nbval_executed --nbval-executed-into $(EXECUTED) $(NOTEBOOKS)
-	$(BIN)/python -m tools.book_cache $(EXECUTED)
-# The slide notebooks, run as `make slides` runs them (the website's static
-# explorers; make test-cpus runs them live, as `make test NB=slides/NAME.ipynb`
-# does): `make check`'s decks are written from these executed copies
-# (SLIDES_EXECUTED), so each slide notebook is executed once for both.
-	ATTNBOOK_STATIC=1 IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) \
-	  -p tests.nbval_executed --nbval-executed-into $(EXECUTED)/slides $(SLIDE_NOTEBOOKS)
+	  -p tests.nbval_executed --nbval-executed-into $(EXECUTED) $(NOTEBOOKS_SLOWEST_FIRST)
+	$(BIN)/python -m tools.book_cache $(EXECUTED)/book
 
 # Strict nbval again with other CPU code paths forced, so that a stored output
 # which holds only on this machine's kernels fails here and not on a reader's

@@ -4,8 +4,10 @@
 execute it. With this plugin (``-p tests.nbval_executed --nbval-executed-into
 DIR``) nbval's run is the only one: for every notebook whose code cells all
 ran and passed, it writes the notebook with the outputs of that run to
-``DIR/NAME.ipynb``, and ``tools/book_cache.py`` files them in Jupyter Book's
-execution cache, which matches a notebook by its code. The book build then
+``DIR/FOLDER/NAME.ipynb`` (FOLDER: the notebook's own, ``book`` or
+``slides``), and ``tools/book_cache.py`` files ``DIR/book`` in Jupyter Book's
+execution cache, which matches a notebook by its code; ``make slides`` writes
+`make check`'s decks from ``DIR/slides``. The book build then
 renders them instead of running them again.
 
 The run is made with ``ATTNBOOK_STATIC=1``, as the book build's is, so each
@@ -162,5 +164,8 @@ def pytest_sessionfinish(session):
             continue
         executed = _executed(_notebooks[path], outputs)
         if executed is not None:
-            Path(into).mkdir(parents=True, exist_ok=True)
-            nbformat.write(executed, Path(into) / path.name)
+            # DIR/book/NAME.ipynb, DIR/slides/NAME.ipynb: one run keeps the
+            # chapters and the slide notebooks, whose names are the same.
+            folder = Path(into) / path.parent.name
+            folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(executed, folder / path.name)

@@ -93,7 +93,7 @@ def test_nbval_keeps_what_it_executed_and_fails_on_a_changed_output(tmp_path, mo
     into = tmp_path / "executed"
     result = run_nbval(path, into)
     assert result.returncode == 0, result.stdout + result.stderr
-    executed = nbformat.read(into / "chapter.ipynb", as_version=4)
+    executed = nbformat.read(into / "book" / "chapter.ipynb", as_version=4)
     ordered = executed.cells[1].outputs
     assert [o.output_type for o in ordered] == ["stream", "display_data", "stream"]
     assert ordered[0].text == "printed before\n"
@@ -114,7 +114,7 @@ def test_nbval_keeps_what_it_executed_and_fails_on_a_changed_output(tmp_path, mo
     result = run_nbval(path, into)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "chapter.ipynb::Cell 2" in result.stdout  # nbval counts code cells from 0
-    assert not (into / "chapter.ipynb").exists()
+    assert not (into / "book" / "chapter.ipynb").exists()
 
 
 def test_the_cache_serves_an_executed_notebook_only_for_the_same_code(tmp_path):
