@@ -84,16 +84,22 @@ help:
 	@echo "make live-weights  re-export the live explorers' weights (chapters 10, 11, 13, 15) and the JS test fixtures"
 	@echo "make test-live-js  the live explorers' JavaScript against PyTorch's fixtures (node --test)"
 
+# On Linux the locks' torch is the +cpu build, whose wheels live on PyTorch's
+# own index: pip is told to look there too. A --find-links on pip's command
+# line adds to whatever indexes and links pip is configured with (a mirror or
+# a proxy in pip.conf included), where PIP_EXTRA_INDEX_URL would replace them
+# (tests/test_install.py). TORCH_CPU_LINKS= (empty) adds nothing.
+TORCH_CPU_LINKS ?= https://download.pytorch.org/whl/cpu/torch/
+PIP_LOCK_FLAGS := $(if $(and $(TORCH_CPU_LINKS),$(filter Linux,$(shell uname -s))),--find-links $(TORCH_CPU_LINKS))
+
 # .venv holds exactly what the lock lists (tests/test_lock.py checks it): it is
 # made afresh whenever the lock changes, so nothing the lock dropped stays
-# behind. pip itself is the locked one. On Linux, torch's +cpu wheel comes from
-# PyTorch's CPU index (CONTRIBUTING.md, "Setting up"), which the workflows name in
-# PIP_EXTRA_INDEX_URL.
+# behind. pip itself is the locked one.
 $(STAMP): requirements.txt lib/pyproject.toml
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet $$(grep -m1 '^pip==' requirements.txt)
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet $(PIP_LOCK_FLAGS) -r requirements.txt
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -102,7 +108,7 @@ $(COLAB_STAMP): tools/requirements-colab.txt
 	rm -rf $(COLAB_VENV)
 	$(PYTHON) -m venv $(COLAB_VENV)
 	$(COLAB_VENV)/bin/python -m pip install --quiet $$(grep -m1 '^pip==' tools/requirements-colab.txt)
-	$(COLAB_VENV)/bin/python -m pip install --quiet -r tools/requirements-colab.txt
+	$(COLAB_VENV)/bin/python -m pip install --quiet $(PIP_LOCK_FLAGS) -r tools/requirements-colab.txt
 	touch $(COLAB_STAMP)
 
 # The locks: every package at one exact version, for every platform and
@@ -147,7 +153,7 @@ $(OTTER_STAMP): tools/requirements-otter.txt
 	rm -rf $(OTTER_VENV)
 	$(PYTHON) -m venv $(OTTER_VENV)
 	$(OTTER_VENV)/bin/python -m pip install --quiet $$(grep -m1 '^pip==' tools/requirements-otter.txt)
-	$(OTTER_VENV)/bin/python -m pip install --quiet -r tools/requirements-otter.txt
+	$(OTTER_VENV)/bin/python -m pip install --quiet $(PIP_LOCK_FLAGS) -r tools/requirements-otter.txt
 	touch $(OTTER_STAMP)
 OTTER_LIB := $(OTTER_VENV)/.attnbook
 $(OTTER_LIB): $(OTTER_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* $(LIVE_FILES))
@@ -294,7 +300,8 @@ SOURCE_TESTS := tests/test_notebooks.py tests/test_readers_edition.py tests/test
   tests/test_nbtools.py tests/test_browser_lookup.py tests/test_nbval_executed.py \
   tests/test_regression_bites.py tests/test_release.py tests/test_readme.py \
   tests/test_instructor_guide.py tests/test_slides.py tests/test_exercise_metadata.py tests/test_grade.py \
-  tests/test_student_edition.py tests/test_cpu_paths.py
+  tests/test_student_edition.py tests/test_cpu_paths.py \
+  tests/test_install.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q -m "not slow" $(BOOK_TESTS) \
