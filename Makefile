@@ -88,9 +88,18 @@ help:
 # own index: pip is told to look there too. A --find-links on pip's command
 # line adds to whatever indexes and links pip is configured with (a mirror or
 # a proxy in pip.conf included), where PIP_EXTRA_INDEX_URL would replace them
-# (tests/test_install.py). TORCH_CPU_LINKS= (empty) adds nothing.
-TORCH_CPU_LINKS ?= https://download.pytorch.org/whl/cpu/torch/
+# (tests/test_install.py). TORCH_CPU_LINKS= (empty) adds nothing. Where pip
+# already has a folder of wheels in PIP_FIND_LINKS (a machine with no route to
+# PyTorch's index: pip would ask that index about every package, retrying
+# each for seconds), that folder is named instead, as for `make lock`.
+TORCH_CPU_LINKS ?= $(or $(PIP_FIND_LINKS),https://download.pytorch.org/whl/cpu/torch/)
 PIP_LOCK_FLAGS := $(if $(and $(TORCH_CPU_LINKS),$(filter Linux,$(shell uname -s))),--find-links $(TORCH_CPU_LINKS))
+# $(call install_torch,PYTHON,LOCK): the lock's torch alone, first, with those
+# links and without its dependencies, so that pip asks the links about torch
+# only (it asks them about every package of a run); the whole lock then
+# finds torch installed.
+install_torch = $(if $(PIP_LOCK_FLAGS),grep '^torch==' $(2) | $(1) -m pip install --quiet --no-deps \
+  $(PIP_LOCK_FLAGS) -r /dev/stdin)
 
 # .venv holds exactly what the lock lists (tests/test_lock.py checks it): it is
 # made afresh whenever the lock changes, so nothing the lock dropped stays
@@ -99,7 +108,8 @@ $(STAMP): requirements.txt lib/pyproject.toml
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet $$(grep -m1 '^pip==' requirements.txt)
-	$(BIN)/python -m pip install --quiet $(PIP_LOCK_FLAGS) -r requirements.txt
+	$(call install_torch,$(BIN)/python,requirements.txt)
+	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -108,7 +118,8 @@ $(COLAB_STAMP): tools/requirements-colab.txt
 	rm -rf $(COLAB_VENV)
 	$(PYTHON) -m venv $(COLAB_VENV)
 	$(COLAB_VENV)/bin/python -m pip install --quiet $$(grep -m1 '^pip==' tools/requirements-colab.txt)
-	$(COLAB_VENV)/bin/python -m pip install --quiet $(PIP_LOCK_FLAGS) -r tools/requirements-colab.txt
+	$(call install_torch,$(COLAB_VENV)/bin/python,tools/requirements-colab.txt)
+	$(COLAB_VENV)/bin/python -m pip install --quiet -r tools/requirements-colab.txt
 	touch $(COLAB_STAMP)
 
 # The locks: every package at one exact version, for every platform and
@@ -153,7 +164,8 @@ $(OTTER_STAMP): tools/requirements-otter.txt
 	rm -rf $(OTTER_VENV)
 	$(PYTHON) -m venv $(OTTER_VENV)
 	$(OTTER_VENV)/bin/python -m pip install --quiet $$(grep -m1 '^pip==' tools/requirements-otter.txt)
-	$(OTTER_VENV)/bin/python -m pip install --quiet $(PIP_LOCK_FLAGS) -r tools/requirements-otter.txt
+	$(call install_torch,$(OTTER_VENV)/bin/python,tools/requirements-otter.txt)
+	$(OTTER_VENV)/bin/python -m pip install --quiet -r tools/requirements-otter.txt
 	touch $(OTTER_STAMP)
 OTTER_LIB := $(OTTER_VENV)/.attnbook
 $(OTTER_LIB): $(OTTER_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* $(LIVE_FILES))
@@ -334,7 +346,7 @@ CHECK_PARTS := test-cpus test-browser test-jupyter colab pdf slides test-widgets
   test-fresh-site
 check: test
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECK_PARTS) \
-	  SLIDES_EXECUTED=$(EXECUTED)/slides
+	  SLIDES_EXECUTED=$(EXECUTED)/slides CHAPTERS_IN_COLAB=1
 
 # The website as a fresh clone (and the Pages workflow) builds it: `make test`
 # files nbval's executed notebooks in the book's execution cache, which keep
@@ -380,13 +392,23 @@ CPU_VARIANTS := \
   "ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 OMP_NUM_THREADS=4"
 AVX512_VARIANT := "ATEN_CPU_CAPABILITY=avx512 MKL_ENABLE_INSTRUCTIONS=AVX512 OMP_NUM_THREADS=2"
 HAS_AVX512 := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo yes)
+# `make colab` runs the chapters' reader's edition under strict nbval with the
+# first variant forced, so that run is also this path's strict nbval of every
+# chapter: with CHAPTERS_IN_COLAB=1 (what `make check` passes), test-cpus runs
+# only the slide notebooks on it. Alone, `make test-cpus` runs everything.
+COLAB_CPU_PATH := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 OMP_NUM_THREADS=1
+CHAPTERS_IN_COLAB ?=
 test-cpus: $(STAMP) $(KERNEL_PROFILE)
 	@failed=""; for variant in $(CPU_VARIANTS) $(if $(HAS_AVX512),$(AVX512_VARIANT)); do \
 	  if why=$$($(BIN)/python -m tools.cpu_paths is-native "$$variant"); then \
 	    echo "== strict nbval with $$variant skipped: $$why"; continue; fi; \
-	  echo "== strict nbval with $$variant"; \
+	  notebooks="$(or $(NB),$(NOTEBOOKS) $(SLIDE_NOTEBOOKS))"; \
+	  if [ -z "$(NB)" ] && [ -n "$(CHAPTERS_IN_COLAB)" ] && [ "$$variant" = "$(COLAB_CPU_PATH)" ]; then \
+	    notebooks="$(SLIDE_NOTEBOOKS)"; \
+	    echo "== strict nbval with $$variant: the slide notebooks (make colab runs the chapters on it)"; \
+	  else echo "== strict nbval with $$variant"; fi; \
 	  env $$variant IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(BIN)/python -m pytest $(NBVAL_ALL) \
-	    $(or $(NB),$(NOTEBOOKS) $(SLIDE_NOTEBOOKS)) || failed="$$failed\n   $$variant"; \
+	    $$notebooks || failed="$$failed\n   $$variant"; \
 	done; \
 	$(if $(HAS_AVX512),true,echo "== AVX-512 variant skipped: this CPU has no avx512f"); \
 	if [ -n "$$failed" ]; then printf "== strict nbval failed with:$$failed\n"; exit 1; fi
@@ -395,9 +417,12 @@ test-widgets-ipyw7: colab-env
 	$(COLAB_VENV)/bin/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q lib/tests/test_widgets.py lib/tests/test_live.py \
 	  lib/tests/test_live_dates.py lib/tests/test_live_lm.py lib/tests/test_live_digits.py
 
-# Colab opens the reader's edition, so that is what runs here.
-colab: colab-env
-	$(COLAB_VENV)/bin/python tools/colab_run.py $(EDITIONS)
+# Colab opens the reader's edition, so that is what runs here: each chapter
+# alone in an empty folder, live widgets, under strict nbval with
+# COLAB_CPU_PATH forced (tools/colab_run.py).
+colab: colab-env $(KERNEL_PROFILE)
+	env $(COLAB_CPU_PATH) IPYTHONDIR=$(KERNEL_IPYTHONDIR) $(COLAB_VENV)/bin/python tools/colab_run.py \
+	  $(EDITIONS)
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/

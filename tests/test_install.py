@@ -2,9 +2,9 @@
 package indexes the reader's pip is configured with (a mirror or a proxy).
 
 The lock pins ``torch==2.13.0+cpu`` on Linux, a build that only PyTorch's own
-index carries. The Makefile puts that index on pip's command line as
-``--find-links`` (PIP_LOCK_FLAGS), which pip adds to what its configuration
-names; the old advice, ``PIP_EXTRA_INDEX_URL=...``, replaced the configured
+index carries. The Makefile installs the lock's torch first, alone, with that
+index on pip's command line as ``--find-links`` (PIP_LOCK_FLAGS), which pip
+adds to what its configuration names; the old advice, ``PIP_EXTRA_INDEX_URL=...``, replaced the configured
 extra indexes, and failed on a machine whose pip was set up with a mirror.
 Checked here offline: two made-up wheels, one on a mirror that a pip.conf
 names, one at the links the Makefile passes, must both be found.
@@ -55,7 +55,7 @@ def install_commands(**variables: str) -> list[str]:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        env={k: v for k, v in os.environ.items() if k != "ATTNBOOK_TIMES"},
+        env={k: v for k, v in os.environ.items() if k not in ("ATTNBOOK_TIMES", "PIP_FIND_LINKS")},
         check=True,
     )
     return [line for line in result.stdout.splitlines() if "pip install" in line and " -r " in line]
@@ -64,12 +64,20 @@ def install_commands(**variables: str) -> list[str]:
 @pytest.mark.skipif(platform.system() != "Linux", reason="the +cpu wheels are Linux's")
 def test_each_lock_is_installed_with_pytorchs_links_and_no_replaced_index():
     commands = install_commands()
-    assert len(commands) == len(LOCKS)
-    for lock, command in zip(LOCKS, commands):
-        assert command.endswith(f"-r {lock}")
-        assert "--find-links https://download.pytorch.org/whl/cpu/torch/" in command
-        assert "index-url" not in command.lower()  # nothing that replaces pip's own indexes
-    assert all("--find-links" not in c for c in install_commands(TORCH_CPU_LINKS=""))
+    assert len(commands) == 2 * len(LOCKS)
+    for lock, torch_line, lock_line in zip(LOCKS, commands[::2], commands[1::2]):
+        # torch alone first, with PyTorch's links: pip asks them about torch only.
+        assert torch_line.startswith(f"grep '^torch==' {lock} | ")
+        assert "--no-deps --find-links https://download.pytorch.org/whl/cpu/torch/" in torch_line
+        # Then the whole lock, with pip's own configuration alone.
+        assert lock_line.endswith(f"-r {lock}") and "--find-links" not in lock_line
+        for line in (torch_line, lock_line):
+            assert "index-url" not in line.lower()  # nothing replaces pip's own indexes
+    assert len(install_commands(TORCH_CPU_LINKS="")) == len(LOCKS)  # no torch step
+    # A machine whose pip has a folder of wheels (no route to PyTorch's index):
+    # that folder, not an index that pip would wait for in vain.
+    offline = install_commands(PIP_FIND_LINKS="/srv/wheels")
+    assert all("--find-links /srv/wheels -r /dev/stdin" in c for c in offline[::2]), offline
 
 
 def pip_download(tmp_path: Path, config: Path, *args: str) -> subprocess.CompletedProcess:
@@ -111,7 +119,7 @@ def test_the_links_add_to_the_index_pip_is_configured_with(tmp_path, configured)
         config = Path(os.devnull)  # no configuration at all
     (flags,) = {
         re.search(r"--find-links \S+", c).group(0)
-        for c in install_commands(TORCH_CPU_LINKS=str(links))
+        for c in install_commands(TORCH_CPU_LINKS=str(links))[::2]  # the torch steps
     }
     result = pip_download(tmp_path, config, *flags.split(), *wanted)
     assert result.returncode == 0, result.stdout + result.stderr

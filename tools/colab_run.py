@@ -1,31 +1,39 @@
-"""Run every notebook top to bottom in a Colab-like environment (`make colab`).
+"""Run every notebook alone in a Colab-like environment, under strict nbval (`make colab`).
 
 Run with the Python of .venv-colab: ipywidgets 7.7.1, torch, matplotlib,
-ipykernel, and attnbook installed from lib/ as a regular (non-editable)
-package. Each notebook is copied ALONE into an empty temporary folder and
-executed there, so it cannot read repository files or lean on another
-notebook having run first. Two notebooks run at a time (each in its own
-kernel and folder; ``--jobs N`` to change). Prints a few lines per notebook
-and a closing 'N passed, N failed' line; exits non-zero on any failure.
+ipykernel, nbval, and attnbook installed from lib/ as a regular
+(non-editable) package. Each notebook is copied ALONE into an empty temporary
+folder and executed there, so it cannot read repository files or lean on
+another notebook having run first; afterwards nothing may lie beside it.
+The explorers are live widgets, as in Colab (ATTNBOOK_STATIC must be unset).
+
+The run is strict nbval (two notebooks at a time, pytest-xdist, nbval's
+kernel in this very environment): every output is compared with the one
+stored in the notebook, through tests/nbval-sanitize.cfg as in `make test`.
+The Makefile forces a CPU code path for it (COLAB_CPU_PATH: PyTorch's
+default kernels, SSE4.2 for MKL, one thread), so the same run is also the
+strict nbval of every chapter on that path, which `make check`'s test-cpus
+then leaves out. A failure here is either the environment or the path:
+`make test-cpus NB=book/NAME.ipynb` runs the path alone, in .venv.
+
+Ends with pytest's 'N passed, N failed' line; exits non-zero on any failure.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import ipywidgets
-import nbformat
 
 import attnbook
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tools import nbrun
+ROOT = Path(__file__).resolve().parent.parent
+CPU_PATH_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "OMP_NUM_THREADS")
 
 
 def check_environment() -> None:
@@ -36,57 +44,84 @@ def check_environment() -> None:
         )
     if not ipywidgets.__version__.startswith("7.7"):
         raise SystemExit(f"expected ipywidgets 7.7 (as in Colab), found {ipywidgets.__version__}")
+    if os.environ.get("ATTNBOOK_STATIC"):
+        raise SystemExit("ATTNBOOK_STATIC is set: Colab shows the live widgets, unset it")
 
 
-def run(notebook: Path) -> tuple[str | None, str]:
-    """Execute one notebook alone: (None on success, else the reason; what it showed)."""
-    with tempfile.TemporaryDirectory(prefix="colab-") as folder:
-        copy = Path(folder) / notebook.name
-        shutil.copy(notebook, copy)
-        nb = nbformat.read(copy, as_version=4)
-        try:
-            # Colab shows the live widgets: never the static form that `make book` asks for.
-            nbrun.execute(nb, timeout=600, cwd=folder, static=False)
-        except Exception as error:  # report any failure of the notebook, then go on
-            return f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:300]}", ""
-        widget_cells = sum(
-            "application/vnd.jupyter.widget-view+json" in output.get("data", {})
-            for cell in nb.cells
-            for output in cell.get("outputs", [])
-        )
-        left = sorted(p.name for p in Path(folder).iterdir() if p.name != notebook.name)
-        if left:
-            return f"the notebook wrote files next to itself: {left}", ""
-    return None, f"{widget_cells} live widget(s) displayed"
+def copies_alone(notebooks: list[Path], root: Path) -> list[Path]:
+    """Each notebook copied into an empty folder of its own under ``root``."""
+    copies = []
+    for notebook in notebooks:
+        folder = root / notebook.stem
+        folder.mkdir()
+        copies.append(Path(shutil.copy(notebook, folder)))
+    return copies
 
 
-def timed(name: str) -> tuple[str, str | None, str, float]:
-    start = time.perf_counter()
-    problem, shown = run(Path(name))
-    return name, problem, shown, time.perf_counter() - start
+def left_beside(copies: list[Path]) -> dict[str, list[str]]:
+    """The files each notebook wrote next to itself (none is allowed)."""
+    left = {}
+    for copy in copies:
+        extra = sorted(p.name for p in copy.parent.iterdir() if p.name != copy.name)
+        if extra:
+            left[copy.name] = extra
+    return left
+
+
+def nbval_command(copies: list[Path], jobs: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--nbval",
+        # The kernel runs in this environment, whatever kernels Jupyter knows.
+        "--nbval-current-env",
+        "--nbval-sanitize-with",
+        str(ROOT / "tests" / "nbval-sanitize.cfg"),
+        "-p",
+        "tests.nbval_report",
+        "-p",
+        "tests.times_report",
+        "-q",
+        "-n",
+        str(jobs),
+        "--dist",
+        "loadfile",
+        *map(str, copies),
+    ]
 
 
 def main(args: list[str]) -> int:
     jobs = 2
     if args[:1] == ["--jobs"]:
         jobs, args = int(args[1]), args[2:]
+    if not args:
+        raise SystemExit("usage: colab_run.py [--jobs N] NOTEBOOK.ipynb ...")
     check_environment()
-    passed = failed = 0
+    forced = " ".join(
+        f"{name}={os.environ[name]}" for name in CPU_PATH_VARIABLES if name in os.environ
+    )
     print(
         f"Colab-like run: ipywidgets {ipywidgets.__version__}, attnbook from "
-        f"{Path(attnbook.__file__).parent}, {jobs} notebooks at a time"
+        f"{Path(attnbook.__file__).parent}, each notebook alone in an empty folder, "
+        f"strict nbval, {jobs} at a time, CPU path: {forced or 'this machine’s own'}",
+        flush=True,
     )
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for name, problem, shown, seconds in pool.map(timed, args):
-            print(f"{name}: ran alone in an empty folder", flush=True)
-            if problem is None:
-                passed += 1
-                print(f"    {shown}\n    ok in {seconds:.1f} s", flush=True)
-            else:
-                failed += 1
-                print(f"    FAILED after {seconds:.1f} s: {problem}", flush=True)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 and passed > 0 else 1
+    with tempfile.TemporaryDirectory(prefix="colab-") as root:
+        copies = copies_alone([Path(name) for name in args], Path(root))
+        result = subprocess.run(nbval_command(copies, jobs), cwd=ROOT)
+        left = left_beside(copies)
+    for name, files in left.items():
+        print(f"{name}: the notebook wrote files next to itself: {files}")
+    if result.returncode != 0:
+        print(
+            f"A difference in the Colab-like run is the environment (ipywidgets 7.7, attnbook "
+            f"installed) or the CPU path ({forced or 'none forced'}): "
+            "`make test-cpus NB=book/NAME.ipynb` runs the path alone, in .venv."
+        )
+    return 1 if left or result.returncode != 0 else 0
 
 
 if __name__ == "__main__":
