@@ -39,8 +39,8 @@ def notebook(path, cells):
         "display_name": "Python 3",
         "language": "python",
     }
-    for source, text in cells:
-        cell = nbformat.v4.new_code_cell(source)
+    for count, (source, text) in enumerate(cells, start=1):
+        cell = nbformat.v4.new_code_cell(source, execution_count=count)
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
         nb.cells.append(cell)
     nbformat.write(nb, path)
