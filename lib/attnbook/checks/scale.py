@@ -179,6 +179,20 @@ def _online(X: torch.Tensor, block_size: int, rescale: bool = True, guard: bool 
     return torch.exp(X - m.unsqueeze(-1)) / l.unsqueeze(-1)
 
 
+def _online_running(X: torch.Tensor, block_size: int, start=-math.inf, reduce="amax"):
+    """The book's online softmax with its running maximum started at ``start`` or
+    taken with another reduction of each block (``"sum"``, ``"mean"``)."""
+    m = torch.full(X.shape[:-1], start, dtype=X.dtype)
+    l = torch.zeros(X.shape[:-1], dtype=X.dtype)
+    for first in range(0, X.shape[-1], block_size):
+        block = X[..., first : first + block_size]
+        m_new = torch.maximum(m, getattr(block, reduce)(dim=-1))
+        shift = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+        l = l * torch.exp(m - shift) + torch.exp(block - shift.unsqueeze(-1)).sum(dim=-1)
+        m = m_new
+    return torch.exp(X - m.unsqueeze(-1)) / l.unsqueeze(-1)
+
+
 def _online_no_max(X: torch.Tensor, block_size: int) -> torch.Tensor:
     l = torch.zeros(X.shape[:-1], dtype=X.dtype)
     for start in range(0, X.shape[-1], block_size):
@@ -226,6 +240,31 @@ def _online_no_max(X: torch.Tensor, block_size: int) -> torch.Tensor:
         "this looks like exp(x) with no maximum subtracted: exp overflows beyond x = 88.7 "
         "(709.8 in float64); subtract the running maximum before exponentiating; " + _ONLINE,
     ),
+    Mistake(
+        "maximum starts at 0",
+        lambda X, block_size: _online_running(X, block_size, start=0.0),
+        "this looks like a running maximum that starts at 0 instead of -inf: it is then "
+        "never below 0, so a row whose scores all lie far below 0 (around -200) has "
+        "exp(x - 0) = 0 for every term, a sum of 0 and 0 / 0 = NaN; start m at -inf "
+        "(torch.full(..., -math.inf)); " + _ONLINE,
+    ),
+    Mistake(
+        "a sum for the maximum",
+        lambda X, block_size: _online_running(X, block_size, reduce="sum"),
+        "this looks like a running 'maximum' taken with sum instead of max (block.sum "
+        "for block.amax): any shift gives the right weights in exact arithmetic, but only "
+        "the maximum keeps every exp(x - m) <= 1 without underflowing to 0; a row of 40s "
+        "has a block sum far above its scores, every term underflows and 0 / 0 is NaN, "
+        "and a very negative row overflows; take block.amax(dim=-1); " + _ONLINE,
+    ),
+    Mistake(
+        "a mean for the maximum",
+        lambda X, block_size: _online_running(X, block_size, reduce="mean"),
+        "this looks like a running 'maximum' taken with mean instead of max (block.mean "
+        "for block.amax): scores above the mean still give exp(x - m) > 1, which "
+        "overflows to inf for scores 100 above it; only the maximum keeps every "
+        "exponent <= 0; take block.amax(dim=-1); " + _ONLINE,
+    ),
 )
 def check_online_softmax(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> CheckReport:
     """Check ``fn(X, block_size)``: the softmax of X over its last axis, computed
@@ -234,7 +273,10 @@ def check_online_softmax(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Che
     The cases include rows whose maximum grows from block to block (the running
     sum must be rescaled each time), scores large enough to overflow ``exp``
     without the maximum subtracted, masked entries (-inf), and block sizes that
-    do not divide the row. A function that calls ``torch.softmax`` is rejected.
+    do not divide the row; under every seed, also float32 rows whose scores all lie
+    near -200 (a running maximum started at 0 gives 0 / 0) and rows of large scores,
+    from 40 to about 100 (a sum or a mean in place of the maximum underflows or
+    overflows). A function that calls ``torch.softmax`` is rejected.
     """
     g = _generator(12)
     rising = torch.arange(12, dtype=torch.float32).repeat(2, 1) + torch.randn(2, 12, generator=g)
@@ -254,6 +296,20 @@ def check_online_softmax(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Che
         ("a (2, 3, 7) tensor, block_size 1", (torch.randn(2, 3, 7, generator=g), 1), "basic"),
         ("block_size larger than the row", (torch.randn(4, 5, generator=g), 8), "basic"),
     ]
+    # Under every seed: rows far below 0 and rows of large scores, in float32,
+    # where a running maximum that starts at 0 or is not a maximum breaks down.
+    negative = -205 + torch.arange(10.0) + torch.randn(2, 10, generator=g)  # rising, too
+    big = torch.stack(
+        [
+            40 + 0.5 * torch.randn(10, generator=g),  # a row of 40s
+            80 + 10 * torch.randn(10, generator=g),  # near exp's overflow at 88.7
+            100 * torch.tensor([1.0, -1.0]).repeat(5) + torch.randn(10, generator=g),
+        ]
+    )
+    cases += [
+        ("rows of scores near -200 (float32), block_size 4", (negative, 4), "negative"),
+        ("rows of large scores (40s, 80s and ±100, float32), block_size 4", (big, 4), "large"),
+    ]
     hints = {
         "basic": "the result is exp(x - m) / l with the final m and l of each row; " + _ONLINE,
         "rescale": "when a block raises the running maximum from m to m', multiply the sum so "
@@ -263,6 +319,12 @@ def check_online_softmax(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Che
         "the sum was not rescaled when the maximum grew; " + _ONLINE,
         "masked": "exp(-inf - m) is 0, but a block that is all -inf must not turn m into NaN; "
         + _ONLINE,
+        "negative": "exp(x) underflows to 0 below x = -103 in float32: start the running "
+        "maximum at -inf, not 0, so that it is each row's true maximum and its largest "
+        "term is exp(0) = 1; " + _ONLINE,
+        "large": "exp(x) overflows beyond x = 88.7 in float32, and exp(x - m) underflows "
+        "when m is far above every score: m must be the running maximum (block.amax), not "
+        "a sum or a mean; " + _ONLINE,
     }
     return _run(
         "check_online_softmax",
@@ -298,6 +360,8 @@ def _tiled(
     first=None,
     normalise=True,
     scale=None,
+    start=-math.inf,
+    reduce="amax",
 ):
     """A tiled causal attention with switchable parts, for the known mistakes."""
     visible = visible or (lambda cols, rows: cols <= rows)
@@ -309,14 +373,14 @@ def _tiled(
     for q0 in range(0, n, block_size):
         q1 = min(q0 + block_size, n)
         rows = torch.arange(q0, q1)[:, None]
-        m = torch.full((b, q1 - q0), -math.inf, dtype=q.dtype)
+        m = torch.full((b, q1 - q0), start, dtype=q.dtype)
         l = torch.zeros(b, q1 - q0, dtype=q.dtype)
         acc = torch.zeros(b, q1 - q0, v.shape[-1], dtype=v.dtype)
         for k0 in range(first(q0), max(0, min(last(q1), n)), block_size):
             k1 = min(k0 + block_size, n)
             s = q[:, q0:q1] @ k[:, k0:k1].transpose(1, 2) * scale
             s = s.masked_fill(~visible(torch.arange(k0, k1)[None, :], rows), -math.inf)
-            new = torch.maximum(m, s.amax(-1))
+            new = torch.maximum(m, getattr(s, reduce)(-1))
             shift = torch.where(torch.isinf(new), torch.zeros_like(new), new)
             p = torch.exp(s - shift[..., None])
             factor = torch.exp(m - shift) if rescale else torch.ones_like(m)
@@ -328,6 +392,27 @@ def _tiled(
             l = torch.ones_like(l)
         out[:, q0:q1] = torch.where(l[..., None] > 0, acc / l.clamp_min(1e-30)[..., None], 0.0)
     return out
+
+
+def _far_scores(g: torch.Generator, kind: str) -> tuple[torch.Tensor, ...]:
+    """Queries, keys and values (2, 12, 4) whose scores q . k / 2 lie near -200
+    (``"negative"``) or between 40 and 100 (``"large"``: all positive in example 0,
+    alternately near +90 and -90 in example 1). Queries and keys hold whole
+    numbers, so that every order of summation gives the same scores."""
+    axis = torch.zeros(4)
+    axis[int(torch.randint(4, (1,), generator=g))] = 1.0
+
+    def jitter(size: int) -> torch.Tensor:
+        return torch.randint(-size, size + 1, (2, 12, 4), generator=g).float()
+
+    if kind == "negative":
+        q, k = 20 * axis + jitter(2), -20 * axis + jitter(2)
+    else:
+        size = torch.randint(8, 19, (2, 12, 1), generator=g).float()
+        size[1] = torch.randint(16, 21, (12, 1), generator=g).float()
+        size[1, 1::2] *= -1
+        q, k = 10 * axis + jitter(1), size * axis + jitter(1)
+    return q, k, torch.randn(2, 12, 4, generator=g)
 
 
 def _naive_causal(q, k, v, block_size):
@@ -453,6 +538,29 @@ def _whole_mask(q, k, v, block_size):
         "this looks like a running sum that is rescaled but a running output that is not: "
         "multiply both by exp(m - m') when the maximum grows; " + _TILED,
     ),
+    Mistake(
+        "maximum starts at 0",
+        lambda q, k, v, b: _tiled(q, k, v, b, start=0.0),
+        "this looks like a running maximum that starts at 0 instead of -inf: it is then "
+        "never below 0, so a query whose scores all lie far below 0 (around -200) gets "
+        "exp(s - 0) = 0 for every key, a running sum of 0 and no output; start m at -inf "
+        "(torch.full(..., -math.inf)); " + _TILED,
+    ),
+    Mistake(
+        "a sum for the maximum",
+        lambda q, k, v, b: _tiled(q, k, v, b, reduce="sum"),
+        "this looks like a running 'maximum' taken with sum instead of max (scores.sum "
+        "for scores.amax): any shift gives the right weights in exact arithmetic, but "
+        "only the maximum keeps every exp(s - m) <= 1 without underflowing to 0, and a "
+        "masked -inf makes the sum -inf; take scores.amax(dim=-1); " + _TILED,
+    ),
+    Mistake(
+        "a mean for the maximum",
+        lambda q, k, v, b: _tiled(q, k, v, b, reduce="mean"),
+        "this looks like a running 'maximum' taken with mean instead of max (scores.mean "
+        "for scores.amax): scores above the mean still give exp(s - m) > 1, which "
+        "overflows to inf for scores 100 above it; take scores.amax(dim=-1); " + _TILED,
+    ),
 )
 def check_tiled_causal(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], torch.Tensor],
@@ -463,7 +571,10 @@ def check_tiled_causal(
 
     queries, keys and values are (batch, n, d) with as many queries as keys;
     query i sees keys 0..i. Block sizes include 1, sizes that do not divide n
-    and a size larger than n. The function must not call SDPA or a softmax,
+    and a size larger than n; under every seed, float32 cases whose scores all
+    lie near -200 (a running maximum started at 0 gives no output) or reach about
+    110 (a sum or a mean in place of the maximum underflows or overflows). The
+    function must not call SDPA or a softmax,
     and (on a case with n = 256) must not create any tensor as large as an
     n x n boolean mask (n * n bytes), let alone the n x n matrix of scores.
     When no known mistake matches, the first failing case says which query's
@@ -495,6 +606,28 @@ def check_tiled_causal(
             hint,
         )
     )
+    for description, (q, k, v), stability in (
+        (
+            "scores near -200 (float32), n=12, d=4, block_size=4",
+            _far_scores(g, "negative"),
+            (
+                "every score of these queries lies near -200, where exp underflows to 0 in "
+                "float32: start the running maximum at -inf, not 0, so that it is each row's "
+                "true maximum and its largest term is exp(0) = 1; " + _TILED
+            ),
+        ),
+        (
+            "large scores, up to about 110 (float32), n=12, d=4, block_size=4",
+            _far_scores(g, "large"),
+            (
+                "exp(s) overflows beyond s = 88.7 in float32, and exp(s - m) underflows when m "
+                "is far above every score: m must be the running maximum (scores.amax), not a "
+                "sum or a mean; " + _TILED
+            ),
+        ),
+    ):
+        expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        cases.append((description, (q, k, v, 4), expected, stability))
     return _run(
         "check_tiled_causal",
         fn,
