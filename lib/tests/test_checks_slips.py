@@ -228,3 +228,32 @@ def test_an_unknown_slip_is_read_in_the_first_failing_case(checker, slip, where)
     # catch: they are left out, and only their pointer to the chapter stays.
     assert "(hint: " not in text
     assert 'see "' in first
+
+
+# ---------------------------------------------------------------- stability, every seed
+
+
+def masked_shift_from_0(X, valid_lens):
+    """The exercise's recipe with the masked scores set to 0 before the maximum."""
+    keep = _keep(X, valid_lens)
+    shift = torch.where(keep, X, torch.zeros_like(X)).amax(dim=-1, keepdim=True)
+    e = torch.exp(torch.where(keep, X - shift, 0.0)) * keep
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_masked_softmax_shift_that_never_drops_below_0_is_named_under_every_seed(seed):
+    report = checks.check_masked_softmax(masked_shift_from_0, seed=seed)
+    assert not report.passed
+    assert report.mistake == "masked as 0 in the maximum", repr(report)
+    assert "near -200" in " ".join(report.failures)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_masked_softmax_has_rows_near_minus_200_and_large_ones_under_every_seed(seed):
+    report = checks.check_masked_softmax(_renorm, seed=seed)
+    assert report.passed, repr(report)
+    stability = [
+        line for line in report.lines if "near -200 and up to 100" in line and "ok" in line
+    ]
+    assert len(stability) == 1
