@@ -379,3 +379,37 @@ def test_the_slips_break_on_the_stability_rows_which_the_right_answers_pass(seed
         assert report.passed, repr(report)
         assert sum("-200" in line for line in report.lines) == 1
         assert sum("large scores" in line for line in report.lines) == 1
+
+
+def tiled_off_by_one_unguarded(queries, keys, values, block_size):
+    """The book's solution with strict=True (j < i) and a plain acc / l at the end."""
+    b, n, d = queries.shape
+    out = torch.zeros(b, n, values.shape[-1], dtype=values.dtype)
+    for q0 in range(0, n, block_size):
+        q1 = min(q0 + block_size, n)
+        rows = torch.arange(q0, q1).unsqueeze(1)
+        m = torch.full((b, q1 - q0), -math.inf, dtype=queries.dtype)
+        l = torch.zeros(b, q1 - q0, dtype=queries.dtype)
+        acc = torch.zeros(b, q1 - q0, values.shape[-1], dtype=values.dtype)
+        for k0 in range(0, q1, block_size):
+            k1 = min(k0 + block_size, n)
+            cols = torch.arange(k0, k1).unsqueeze(0)
+            scores = queries[:, q0:q1] @ keys[:, k0:k1].transpose(1, 2) / math.sqrt(d)
+            scores = scores.masked_fill(~(cols < rows), -math.inf)
+            m_new = torch.maximum(m, scores.amax(dim=-1))
+            safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+            p = torch.exp(scores - safe.unsqueeze(-1))
+            rescale = torch.exp(m - safe)
+            l = l * rescale + p.sum(dim=-1)
+            acc = acc * rescale.unsqueeze(-1) + p @ values[:, k0:k1]
+            m = m_new
+        out[:, q0:q1] = acc / l.unsqueeze(-1)
+    return out
+
+
+def test_the_off_by_one_mask_is_named_even_with_an_unguarded_division():
+    """Cold reader, part 3: j < i with acc / l gave only "the result contains NaN"."""
+    report = checks.check_tiled_causal(tiled_off_by_one_unguarded)
+    assert not report.passed
+    assert report.mistake == "off by one, 0 / 0", repr(report)
+    assert "keep key j when j <= i" in report.diagnosis

@@ -50,6 +50,7 @@ def _tiled(
     scale=None,
     start=-math.inf,
     reduce="amax",
+    guard=True,
 ):
     """A tiled causal attention with switchable parts, for the known mistakes."""
     visible = visible or (lambda cols, rows: cols <= rows)
@@ -78,7 +79,10 @@ def _tiled(
             m = new
         if not normalise:
             l = torch.ones_like(l)
-        out[:, q0:q1] = torch.where(l[..., None] > 0, acc / l.clamp_min(1e-30)[..., None], 0.0)
+        if guard:
+            out[:, q0:q1] = torch.where(l[..., None] > 0, acc / l.clamp_min(1e-30)[..., None], 0.0)
+        else:  # acc / l: a query that sees no key gives 0 / 0 = NaN
+            out[:, q0:q1] = acc / l[..., None]
     return out
 
 
@@ -144,6 +148,14 @@ def _whole_mask(q, k, v, block_size):
         lambda q, k, v, b: _tiled(q, k, v, b, visible=lambda cols, rows: cols < rows),
         "this looks like the mask j < i: query i sees itself too, keep key j when j <= i "
         "(query 0 then sees key 0 and is never empty); " + _TILED,
+    ),
+    Mistake(
+        "off by one, 0 / 0",
+        lambda q, k, v, b: _tiled(q, k, v, b, visible=lambda cols, rows: cols < rows, guard=False),
+        "this looks like the mask j < i with a division acc / l: query i sees itself too, "
+        "keep key j when j <= i; with j < i query 0 sees no key at all, its running sum "
+        "stays 0 and acc / l is 0 / 0 = NaN (the NaN is a symptom of the mask, not of the "
+        "division); " + _TILED,
     ),
     Mistake(
         "one key too far",
