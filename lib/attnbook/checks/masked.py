@@ -49,6 +49,8 @@ def _renorm(X, valid_lens, *, shift="valid", zero_before=True, where=False, clam
     if shift == "valid":
         row_min = X.amin(dim=-1, keepdim=True)
         z = X - torch.where(keep, X, row_min).amax(dim=-1, keepdim=True)
+    elif shift == "-inf fill":
+        z = X - X.masked_fill(~keep, float("-inf")).amax(dim=-1, keepdim=True)
     elif shift == "masked as 0":
         z = X - torch.where(keep, X, 0.0).amax(dim=-1, keepdim=True)
     elif shift == "all":
@@ -248,6 +250,25 @@ _NO_FILL = (
         "this looks like a plain softmax that ignores valid_lens: the keys at or beyond "
         "each length must get weight 0; "
         + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+    Mistake(
+        "where after exp, -inf in the maximum",
+        lambda X, lens: _renorm(X, lens, shift="-inf fill", where=True),
+        "the values are right but the gradient is NaN: the mask is applied after "
+        "exponentiating, torch.where(keep, torch.exp(X - shift), 0), which discards an "
+        "infinite exponential only in the forward pass (a row with no valid key has a "
+        "maximum of -inf, and X - (-inf) = inf); backpropagation still multiplies 0 by "
+        "inf there; zero the masked differences before exponentiating, "
+        "torch.exp(torch.where(keep, X - shift, 0.0)) * keep; " + _see("Edge cases", _MASKED),
+    ),
+    Mistake(
+        "zeroing after exp, -inf in the maximum",
+        lambda X, lens: _renorm(X, lens, shift="-inf fill", zero_before=False),
+        "this looks like the mask applied after exponentiating, torch.exp(X - shift) * keep: "
+        "a huge masked score, or any score of a row with no valid key (its maximum is "
+        "-inf, and X - (-inf) = inf), gives exp(...) = inf first, and inf * 0 is NaN; zero "
+        "the masked differences before exponentiating, torch.where(keep, X - shift, 0.0); "
+        + _see("Edge cases", _MASKED),
     ),
     Mistake(
         "masked as 0 in the maximum",
