@@ -110,13 +110,15 @@ def _step(
     prepend: bool = False,
     query_is_key: bool = False,
     shift: bool = True,
+    empty_gives_v: bool = False,
 ):
     """A cache step that scales scores by ``scale(p, p_v)``; with ``before`` it attends
     before appending; with ``reread`` it appends the whole old cache again; with
     ``after`` it scales the weights after the softmax; without ``softmax`` it uses
     the scaled scores as weights; with ``prepend`` the new key and value go first;
     with ``query_is_key`` it scores with k instead of q; without ``shift`` its softmax
-    is exp(s) / sum(exp(s))."""
+    is exp(s) / sum(exp(s)); with ``before`` and ``empty_gives_v`` a step on an
+    empty cache returns v itself (a special case for the first token)."""
 
     def kv_step(K_cache, V_cache, q, k, v):
         if prepend:
@@ -138,7 +140,10 @@ def _step(
             weights = no_shift_softmax(scores * c, dim=0)
         else:
             weights = torch.softmax(scores * c, dim=0)
-        out = weights @ V_seen if K_seen.shape[0] else torch.zeros_like(v)
+        if K_seen.shape[0]:
+            out = weights @ V_seen
+        else:
+            out = v.clone() if empty_gives_v else torch.zeros_like(v)
         if reread:
             return out, torch.cat([K_cache, K_new]), torch.cat([V_cache, V_new])
         return out, K_new, V_new
@@ -222,6 +227,15 @@ _ROOT_D = lambda d, dv: 1 / math.sqrt(d)  # noqa: E731
         "the returned caches grow by more than one row per token, or by none: return the "
         "old caches with exactly the new key and value appended (torch.cat([K_cache, "
         "k.unsqueeze(0)])); " + _CACHE_SECTION,
+    ),
+    Mistake(
+        "attends before appending, v when empty",
+        _step(_ROOT_D, before=True, empty_gives_v=True),
+        "this looks like a step that attends over the old cache before appending the new "
+        "key and value, with a special case that returns v when the cache is empty: the "
+        "first token is then right, but every later token misses its own key; append "
+        "first, then attend (the cache is never empty then, and no special case is "
+        "needed); " + _CACHE_SECTION,
     ),
     Mistake(
         "no shift",
