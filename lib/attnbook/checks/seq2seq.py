@@ -340,6 +340,14 @@ def _masks_from_torch(m, lens, n):
         "boolean masks, True where attention is not allowed; " + _see(_TRANSFORMER, _CROSS),
     ),
     Mistake(
+        "padding_from_target_length",
+        lambda m, lens, n: (_masks(m, lens, n)[0], torch.arange(m) >= lens[:, None]),
+        "memory_key_padding_mask is built over the target's m positions, "
+        "torch.arange(m) >= source_lens[:, None]: it masks the source, so it has one "
+        "column per source position, torch.arange(n) >= source_lens[:, None], shape (b, n); "
+        + _see(_TRANSFORMER, _CROSS),
+    ),
+    Mistake(
         "swapped",
         lambda m, lens, n: (_masks(m, lens, n)[1], _masks(m, lens, n)[0]),
         "the two masks are swapped: first the (m, m) causal tgt_mask, then the (b, n) "
@@ -367,7 +375,7 @@ def check_decoder_masks(fn: Callable) -> CheckReport:
             n = draw.int(3, 8)
             lens = draw.ints(batch, 1, n)
             lens[draw.int(0, batch - 1)] = n
-            sizes.append((draw.int(2, 7), lens, n))
+            sizes.append((draw.int(2, 7, avoid=(n,)), lens, n))  # m != n, as in the book
     cases = []
     for m, lens, n in sizes:
         lens = torch.tensor(lens)
