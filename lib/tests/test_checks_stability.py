@@ -104,3 +104,19 @@ def test_the_books_solution_passes_the_far_scores_under_every_seed(
     assert any("large scores" in line or "near 100" in line for line in report.lines)
     if name != "check_causal_self_attention":  # there a token's score with itself is >= 0
         assert any("near -200" in line for line in report.lines)
+
+
+def test_far_scores_refuse_a_size_or_kind_they_cannot_make_exact():
+    from attnbook.checks._stability import far_queries_keys
+
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="d must be 4 or 16"):
+        far_queries_keys(g, 1, 2, 2, 8, "negative")
+    with pytest.raises(ValueError, match="kind must be"):
+        far_queries_keys(g, 1, 2, 2, 4, "small")
+    for d in (4, 16):
+        for kind, low, high in (("negative", -230, -170), ("large", -110, 115)):
+            q, k = far_queries_keys(g, 2, 3, 5, d, kind)
+            scores = q @ k.mT / math.sqrt(d)
+            assert low <= scores.min() and scores.max() <= high
+            assert torch.equal(q, q.round()) and torch.equal(k, k.round())
