@@ -315,7 +315,7 @@ def online_slip(start=-math.inf, reduce=lambda block: block.amax(dim=-1)):
     return online_softmax
 
 
-def tiled_slip(start=-math.inf, reduce=lambda s: s.amax(dim=-1)):
+def tiled_slip(start=-math.inf, reduce=lambda s: s.amax(dim=-1), guard=True):
     def tiled_causal(queries, keys, values, block_size):
         b, n, d = queries.shape
         out = torch.zeros(b, n, values.shape[-1], dtype=values.dtype)
@@ -337,9 +337,12 @@ def tiled_slip(start=-math.inf, reduce=lambda s: s.amax(dim=-1)):
                 l = l * rescale + p.sum(dim=-1)
                 acc = acc * rescale.unsqueeze(-1) + p @ values[:, k0:k1]
                 m = m_new
-            out[:, q0:q1] = torch.where(
-                l.unsqueeze(-1) > 0, acc / l.clamp_min(1e-30).unsqueeze(-1), 0.0
-            )
+            if guard:
+                out[:, q0:q1] = torch.where(
+                    l.unsqueeze(-1) > 0, acc / l.clamp_min(1e-30).unsqueeze(-1), 0.0
+                )
+            else:  # a plain acc / l, as a reader may well write it
+                out[:, q0:q1] = acc / l.unsqueeze(-1)
         return out
 
     return tiled_causal
@@ -352,6 +355,17 @@ STABILITY_SLIPS = [
     ("check_tiled_causal", tiled_slip(start=0.0), "maximum starts at 0"),
     ("check_tiled_causal", tiled_slip(reduce=lambda s: s.sum(-1)), "a sum for the maximum"),
     ("check_tiled_causal", tiled_slip(reduce=lambda s: s.mean(-1)), "a mean for the maximum"),
+    ("check_tiled_causal", tiled_slip(start=0.0, guard=False), "maximum starts at 0, 0 / 0"),
+    (
+        "check_tiled_causal",
+        tiled_slip(reduce=lambda s: s.sum(-1), guard=False),
+        "a sum for the maximum, 0 / 0",
+    ),
+    (
+        "check_tiled_causal",
+        tiled_slip(reduce=lambda s: s.mean(-1), guard=False),
+        "a mean for the maximum, 0 / 0",
+    ),
 ]
 
 

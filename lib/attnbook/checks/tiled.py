@@ -123,6 +123,34 @@ def _whole_mask(q, k, v, block_size):
     return _tiled(q, k, v, block_size, visible=lambda cols, rows: mask[rows, cols])
 
 
+# A running maximum that is not one: right in exact arithmetic, wrong in float32.
+_SHIFTS = (
+    Mistake(
+        "maximum starts at 0",
+        lambda q, k, v, b: _tiled(q, k, v, b, start=0.0),
+        "this looks like a running maximum that starts at 0 instead of -inf: it is then "
+        "never below 0, so a query whose scores all lie far below 0 (around -200) gets "
+        "exp(s - 0) = 0 for every key, a running sum of 0 and no output; start m at -inf "
+        "(torch.full(..., -math.inf)); " + _TILED,
+    ),
+    Mistake(
+        "a sum for the maximum",
+        lambda q, k, v, b: _tiled(q, k, v, b, reduce="sum"),
+        "this looks like a running 'maximum' taken with sum instead of max (scores.sum "
+        "for scores.amax): any shift gives the right weights in exact arithmetic, but "
+        "only the maximum keeps every exp(s - m) <= 1 without underflowing to 0, and a "
+        "masked -inf makes the sum -inf; take scores.amax(dim=-1); " + _TILED,
+    ),
+    Mistake(
+        "a mean for the maximum",
+        lambda q, k, v, b: _tiled(q, k, v, b, reduce="mean"),
+        "this looks like a running 'maximum' taken with mean instead of max (scores.mean "
+        "for scores.amax): scores above the mean still give exp(s - m) > 1, which "
+        "overflows to inf for scores 100 above it; take scores.amax(dim=-1); " + _TILED,
+    ),
+)
+
+
 @knows(
     Mistake(
         "SDPA",
@@ -238,28 +266,21 @@ def _whole_mask(q, k, v, block_size):
         "this looks like a running sum that is rescaled but a running output that is not: "
         "multiply both by exp(m - m') when the maximum grows; " + _TILED,
     ),
-    Mistake(
-        "maximum starts at 0",
-        lambda q, k, v, b: _tiled(q, k, v, b, start=0.0),
-        "this looks like a running maximum that starts at 0 instead of -inf: it is then "
-        "never below 0, so a query whose scores all lie far below 0 (around -200) gets "
-        "exp(s - 0) = 0 for every key, a running sum of 0 and no output; start m at -inf "
-        "(torch.full(..., -math.inf)); " + _TILED,
-    ),
-    Mistake(
-        "a sum for the maximum",
-        lambda q, k, v, b: _tiled(q, k, v, b, reduce="sum"),
-        "this looks like a running 'maximum' taken with sum instead of max (scores.sum "
-        "for scores.amax): any shift gives the right weights in exact arithmetic, but "
-        "only the maximum keeps every exp(s - m) <= 1 without underflowing to 0, and a "
-        "masked -inf makes the sum -inf; take scores.amax(dim=-1); " + _TILED,
-    ),
-    Mistake(
-        "a mean for the maximum",
-        lambda q, k, v, b: _tiled(q, k, v, b, reduce="mean"),
-        "this looks like a running 'maximum' taken with mean instead of max (scores.mean "
-        "for scores.amax): scores above the mean still give exp(s - m) > 1, which "
-        "overflows to inf for scores 100 above it; take scores.amax(dim=-1); " + _TILED,
+    *_SHIFTS,
+    # The same three with a plain acc / l at the end: 0 / 0 = NaN where the sum underflowed.
+    *(
+        Mistake(
+            f"{m.name}, 0 / 0",
+            lambda q, k, v, b, m=m, kw=kw: _tiled(q, k, v, b, guard=False, **kw),
+            m.diagnosis.replace("; " + _TILED, "")
+            + " (with a plain acc / l, a running sum that underflowed to 0 or overflowed "
+            "to inf then gives NaN: a symptom of the shift, not of the division); " + _TILED,
+        )
+        for m, kw in (
+            (_SHIFTS[0], {"start": 0.0}),
+            (_SHIFTS[1], {"reduce": "sum"}),
+            (_SHIFTS[2], {"reduce": "mean"}),
+        )
     ),
 )
 def check_tiled_causal(
