@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 from ._explain import explainer
 from ._probes import _watched
+from ._stability import far_queries_keys
 
 _SCALE = "Attention at Scale"
 _TILED = _see("Tiled attention with a causal mask", _SCALE)
@@ -88,22 +89,9 @@ def _tiled(
 
 def _far_scores(g: torch.Generator, kind: str) -> tuple[torch.Tensor, ...]:
     """Queries, keys and values (2, 12, 4) whose scores q . k / 2 lie near -200
-    (``"negative"``) or between 40 and 100 (``"large"``: all positive in example 0,
-    alternately near +90 and -90 in example 1). Queries and keys hold whole
-    numbers, so that every order of summation gives the same scores."""
-    axis = torch.zeros(4)
-    axis[int(torch.randint(4, (1,), generator=g))] = 1.0
-
-    def jitter(size: int) -> torch.Tensor:
-        return torch.randint(-size, size + 1, (2, 12, 4), generator=g).float()
-
-    if kind == "negative":
-        q, k = 20 * axis + jitter(2), -20 * axis + jitter(2)
-    else:
-        size = torch.randint(8, 19, (2, 12, 1), generator=g).float()
-        size[1] = torch.randint(16, 21, (12, 1), generator=g).float()
-        size[1, 1::2] *= -1
-        q, k = 10 * axis + jitter(1), size * axis + jitter(1)
+    (``"negative"``) or reach about 110 (``"large"``), from whole numbers (see
+    :func:`._stability.far_queries_keys`)."""
+    q, k = far_queries_keys(g, 2, 12, 12, 4, kind)
     return q, k, torch.randn(2, 12, 4, generator=g)
 
 
