@@ -184,3 +184,24 @@ def test_kv_cache_size_agrees_with_the_library():
 
     for args in ((2, 128, 64, 4, 4), (3, 7, 96, 6, 2), (32, 4096, 4096, 32, 8)):
         assert size_ok(*args) == kv_cache_numbers(*args)
+
+
+def cache_attends_before_appending_with_a_first_token_case(K_cache, V_cache, q, k, v):
+    """Cold reader, part 3: attend over the old cache, then append; an empty cache
+    (the first token) returns v, so only the later tokens are wrong."""
+    if K_cache.shape[0] == 0:
+        out = v
+    else:
+        weights = torch.softmax(K_cache @ q / math.sqrt(q.shape[0]), dim=0)
+        out = weights @ V_cache
+    return out, torch.cat([K_cache, k.unsqueeze(0)]), torch.cat([V_cache, v.unsqueeze(0)])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_attend_before_append_is_named_with_a_special_case_for_an_empty_cache(seed):
+    report = checks.check_kv_cache(
+        cache_attends_before_appending_with_a_first_token_case, seed=seed
+    )
+    assert not report.passed
+    assert report.mistake == "attends before appending, v when empty", repr(report)
+    assert "append first, then attend" in report.diagnosis

@@ -71,3 +71,36 @@ def test_turning_the_other_way_is_named_a_convention_not_an_error():
     text = _diagnosis(check_rope_scores, "negative_angle")
     assert "opposite rotation convention" in text
     assert "valid" in text
+
+
+# Cold reader, part 4: two slips that the checkers read as "no simple pattern" and
+# as "a scale or a normalisation forgotten".
+
+
+def rope_scores_exponent_doubled(q, k):
+    """The book's solution with the 2 of the exponent written twice."""
+    n, d = q.shape[-2], q.shape[-1]
+    theta = 10000.0 ** (-2 * torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
+    angles = torch.arange(n, dtype=torch.float64)[:, None] * theta  # (n, d/2)
+    cos, sin = angles.cos().to(q.dtype), angles.sin().to(q.dtype)
+
+    def turn(x):
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).reshape(x.shape)
+
+    return turn(q) @ turn(k).transpose(-1, -2)
+
+
+def test_a_doubled_2_in_the_rope_exponent_is_named():
+    report = check_rope_scores(rope_scores_exponent_doubled)
+    assert not report.passed
+    assert report.mistake == "exponent_doubled", repr(report)
+    assert "the 2 counted twice" in report.diagnosis
+
+
+def test_negative_alibi_slopes_are_named_with_the_sign_in_the_bias():
+    report = check_alibi_slopes(lambda h: [-m for m in alibi_slopes_by_rule(h)])
+    assert not report.passed
+    assert report.mistake == "negative", repr(report)
+    assert "belongs in the bias" in report.diagnosis
+    assert "a scale or a normalisation" not in repr(report)

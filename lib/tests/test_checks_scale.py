@@ -293,3 +293,137 @@ def test_attention_memory_accepts_tensors_and_rejects_non_numbers():
     assert checks.check_attention_memory(lambda *a: torch.tensor(memory_ok(*a)))
     report = checks.check_attention_memory(lambda *a: str(memory_ok(*a)))
     assert "expected a number of bytes, got str" in repr(report)
+
+
+# ---------------------------------------------------------------- stability slips, every seed
+# Each is the book's solution with one slip a mutation test found the old cases
+# accepted: they are right in exact arithmetic (any shift cancels), wrong in float32.
+
+
+def online_slip(start=-math.inf, reduce=lambda block: block.amax(dim=-1)):
+    def online_softmax(X, block_size):
+        m = torch.full(X.shape[:-1], start, dtype=X.dtype)
+        l = torch.zeros(X.shape[:-1], dtype=X.dtype)
+        for i in range(0, X.shape[-1], block_size):
+            block = X[..., i : i + block_size]
+            m_new = torch.maximum(m, reduce(block))
+            safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+            l = l * torch.exp(m - safe) + torch.exp(block - safe.unsqueeze(-1)).sum(dim=-1)
+            m = m_new
+        return torch.exp(X - m.unsqueeze(-1)) / l.unsqueeze(-1)
+
+    return online_softmax
+
+
+def tiled_slip(start=-math.inf, reduce=lambda s: s.amax(dim=-1), guard=True):
+    def tiled_causal(queries, keys, values, block_size):
+        b, n, d = queries.shape
+        out = torch.zeros(b, n, values.shape[-1], dtype=values.dtype)
+        for q0 in range(0, n, block_size):
+            q1 = min(q0 + block_size, n)
+            rows = torch.arange(q0, q1).unsqueeze(1)
+            m = torch.full((b, q1 - q0), start, dtype=queries.dtype)
+            l = torch.zeros(b, q1 - q0, dtype=queries.dtype)
+            acc = torch.zeros(b, q1 - q0, values.shape[-1], dtype=values.dtype)
+            for k0 in range(0, q1, block_size):
+                k1 = min(k0 + block_size, n)
+                cols = torch.arange(k0, k1).unsqueeze(0)
+                s = queries[:, q0:q1] @ keys[:, k0:k1].transpose(1, 2) / math.sqrt(d)
+                s = s.masked_fill(cols > rows, -math.inf)
+                m_new = torch.maximum(m, reduce(s))
+                safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+                p = torch.exp(s - safe.unsqueeze(-1))
+                rescale = torch.exp(m - safe)
+                l = l * rescale + p.sum(dim=-1)
+                acc = acc * rescale.unsqueeze(-1) + p @ values[:, k0:k1]
+                m = m_new
+            if guard:
+                out[:, q0:q1] = torch.where(
+                    l.unsqueeze(-1) > 0, acc / l.clamp_min(1e-30).unsqueeze(-1), 0.0
+                )
+            else:  # a plain acc / l, as a reader may well write it
+                out[:, q0:q1] = acc / l.unsqueeze(-1)
+        return out
+
+    return tiled_causal
+
+
+STABILITY_SLIPS = [
+    ("check_online_softmax", online_slip(start=0.0), "maximum starts at 0"),
+    ("check_online_softmax", online_slip(reduce=lambda b: b.sum(-1)), "a sum for the maximum"),
+    ("check_online_softmax", online_slip(reduce=lambda b: b.mean(-1)), "a mean for the maximum"),
+    ("check_tiled_causal", tiled_slip(start=0.0), "maximum starts at 0"),
+    ("check_tiled_causal", tiled_slip(reduce=lambda s: s.sum(-1)), "a sum for the maximum"),
+    ("check_tiled_causal", tiled_slip(reduce=lambda s: s.mean(-1)), "a mean for the maximum"),
+    ("check_tiled_causal", tiled_slip(start=0.0, guard=False), "maximum starts at 0, 0 / 0"),
+    (
+        "check_tiled_causal",
+        tiled_slip(reduce=lambda s: s.sum(-1), guard=False),
+        "a sum for the maximum, 0 / 0",
+    ),
+    (
+        "check_tiled_causal",
+        tiled_slip(reduce=lambda s: s.mean(-1), guard=False),
+        "a mean for the maximum, 0 / 0",
+    ),
+]
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize(
+    ("name", "slip", "mistake"), STABILITY_SLIPS, ids=[f"{n}-{m}" for n, _, m in STABILITY_SLIPS]
+)
+def test_a_running_maximum_that_is_not_one_is_rejected_and_named_under_every_seed(
+    name, slip, mistake, seed
+):
+    report = getattr(checks, name)(slip, seed=seed)
+    assert not report.passed, repr(report)
+    assert report.mistake == mistake, repr(report)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_slips_break_on_the_stability_rows_which_the_right_answers_pass(seed):
+    # What the slips get wrong: a row near -200 (m = 0: 0 / 0) and large scores.
+    negative = -200 + torch.randn(2, 9)
+    assert torch.isnan(online_slip(start=0.0)(negative, 4)).all()
+    forties = torch.full((1, 12), 40.0)
+    assert torch.isnan(online_slip(reduce=lambda b: b.sum(-1))(forties, 4)).all()
+    for name in ("check_online_softmax", "check_tiled_causal"):
+        report = getattr(checks, name)(CHECKERS[name][0], seed=seed)
+        assert report.passed, repr(report)
+        assert sum("-200" in line for line in report.lines) == 1
+        assert sum("large scores" in line for line in report.lines) == 1
+
+
+def tiled_off_by_one_unguarded(queries, keys, values, block_size):
+    """The book's solution with strict=True (j < i) and a plain acc / l at the end."""
+    b, n, d = queries.shape
+    out = torch.zeros(b, n, values.shape[-1], dtype=values.dtype)
+    for q0 in range(0, n, block_size):
+        q1 = min(q0 + block_size, n)
+        rows = torch.arange(q0, q1).unsqueeze(1)
+        m = torch.full((b, q1 - q0), -math.inf, dtype=queries.dtype)
+        l = torch.zeros(b, q1 - q0, dtype=queries.dtype)
+        acc = torch.zeros(b, q1 - q0, values.shape[-1], dtype=values.dtype)
+        for k0 in range(0, q1, block_size):
+            k1 = min(k0 + block_size, n)
+            cols = torch.arange(k0, k1).unsqueeze(0)
+            scores = queries[:, q0:q1] @ keys[:, k0:k1].transpose(1, 2) / math.sqrt(d)
+            scores = scores.masked_fill(~(cols < rows), -math.inf)
+            m_new = torch.maximum(m, scores.amax(dim=-1))
+            safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+            p = torch.exp(scores - safe.unsqueeze(-1))
+            rescale = torch.exp(m - safe)
+            l = l * rescale + p.sum(dim=-1)
+            acc = acc * rescale.unsqueeze(-1) + p @ values[:, k0:k1]
+            m = m_new
+        out[:, q0:q1] = acc / l.unsqueeze(-1)
+    return out
+
+
+def test_the_off_by_one_mask_is_named_even_with_an_unguarded_division():
+    """Cold reader, part 3: j < i with acc / l gave only "the result contains NaN"."""
+    report = checks.check_tiled_causal(tiled_off_by_one_unguarded)
+    assert not report.passed
+    assert report.mistake == "off by one, 0 / 0", repr(report)
+    assert "keep key j when j <= i" in report.diagnosis

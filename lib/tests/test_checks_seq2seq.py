@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from attnbook.checks import check_cross_attention_weights, check_decoder_masks
@@ -53,3 +54,17 @@ def test_unknown_mistakes_get_plain_failures():
     # No known mistake: the first failing case is read in plain words, not by the recipe.
     assert "the first wrong entry is at example 0, source position 0" in repr(report)
     assert "hint" not in repr(report)
+
+
+def masks_padding_from_target_length(m, source_lens, n):
+    """Cold reader, part 4: the padding mask built over the target's m positions."""
+    causal = torch.triu(torch.ones(m, m, dtype=torch.bool), diagonal=1)
+    return causal, torch.arange(m) >= source_lens[:, None]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_padding_mask_built_from_the_target_length_is_named(seed):
+    report = check_decoder_masks(masks_padding_from_target_length, seed=seed)
+    assert not report.passed and len(report.failures) == len(report.lines)
+    assert report.mistake == "padding_from_target_length", repr(report)
+    assert "torch.arange(n) >= source_lens[:, None]" in report.diagnosis

@@ -228,3 +228,70 @@ def test_an_unknown_slip_is_read_in_the_first_failing_case(checker, slip, where)
     # catch: they are left out, and only their pointer to the chapter stays.
     assert "(hint: " not in text
     assert 'see "' in first
+
+
+# ---------------------------------------------------------------- stability, every seed
+
+
+def masked_shift_from_0(X, valid_lens):
+    """The exercise's recipe with the masked scores set to 0 before the maximum."""
+    keep = _keep(X, valid_lens)
+    shift = torch.where(keep, X, torch.zeros_like(X)).amax(dim=-1, keepdim=True)
+    e = torch.exp(torch.where(keep, X - shift, 0.0)) * keep
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_masked_softmax_shift_that_never_drops_below_0_is_named_under_every_seed(seed):
+    report = checks.check_masked_softmax(masked_shift_from_0, seed=seed)
+    assert not report.passed
+    assert report.mistake == "masked as 0 in the maximum", repr(report)
+    assert "near -200" in " ".join(report.failures)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_masked_softmax_has_rows_near_minus_200_and_large_ones_under_every_seed(seed):
+    report = checks.check_masked_softmax(_renorm, seed=seed)
+    assert report.passed, repr(report)
+    stability = [
+        line for line in report.lines if "near -200 and up to 100" in line and "ok" in line
+    ]
+    assert len(stability) == 1
+
+
+# ---------------------------------------------------------------- the mask applied after exp
+# Cold reader, parts 1-2: the shift taken over a -inf fill, then the mask applied
+# after exponentiating; named only when the shift was the solution's own.
+
+
+def _shift_over_minus_inf(X, valid_lens):
+    keep = _keep(X, valid_lens)
+    return keep, X.masked_fill(~keep, float("-inf")).amax(dim=-1, keepdim=True)
+
+
+def masked_where_after_exp(X, valid_lens):
+    keep, shift = _shift_over_minus_inf(X, valid_lens)
+    e = torch.where(keep, torch.exp(X - shift), 0.0)
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
+
+
+def masked_times_keep_after_exp(X, valid_lens):
+    keep, shift = _shift_over_minus_inf(X, valid_lens)
+    e = torch.exp(X - shift) * keep
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
+
+
+@pytest.mark.parametrize(
+    ("slip", "mistake", "failures"),
+    [
+        (masked_where_after_exp, "where after exp, -inf in the maximum", 1),
+        (masked_times_keep_after_exp, "zeroing after exp, -inf in the maximum", None),
+    ],
+    ids=["torch.where", "times keep"],
+)
+def test_a_mask_applied_after_exp_is_named_whatever_the_shift(slip, mistake, failures):
+    report = checks.check_masked_softmax(slip)
+    assert report.mistake == mistake, repr(report)
+    assert "after exponentiating" in report.diagnosis
+    if failures is not None:  # the values are right: only the gradient case fails
+        assert len(report.failures) == failures and "gradients" in report.failures[0]

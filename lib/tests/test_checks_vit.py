@@ -65,3 +65,17 @@ def test_rollout_messages_use_the_chapters_notation():
 def test_channels_last_is_called_a_convention():
     text = next(m.diagnosis for m in checks.check_patchify.mistakes if m.name == "channels last")
     assert "convention" in text, text
+
+
+def patchify_split_pixels_first(images, p):
+    """Cold reader, part 4: each axis split as (p, H/p), the H/p axes taken as the grid."""
+    b, C, H, W = images.shape
+    grid = images.reshape(b, C, p, H // p, p, W // p).permute(0, 3, 5, 1, 2, 4)
+    return grid.reshape(b, (H // p) * (W // p), C * p * p)
+
+
+def test_patchify_split_as_p_then_h_over_p_is_named_not_called_a_transpose():
+    report = checks.check_patchify(patchify_split_pixels_first)
+    assert not report.passed
+    assert report.mistake == "split as (p, H/p)", repr(report)
+    assert ".T in the wrong place" not in repr(report)

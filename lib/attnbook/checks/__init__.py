@@ -22,7 +22,8 @@ diagnosis. Where an exercise forbids a shortcut (the library's own answer,
 
 The checkers live in one module per chapter (``qkv``, ``pooling``,
 ``masked``, ``scoring``, ``part2``, ``learns``, ``part3``, ``lm``, ``induction``,
-``scale``, ``seq2seq``, ``positions``, ``vit``); import them from here.
+``scale`` with ``tiled``, ``seq2seq``, ``positions``, ``vit``); import them
+from here.
 :func:`known_mistakes` lists every checker's known mistakes and their
 diagnoses (the instructor guide's "Common mistakes" is generated from it).
 :func:`report_for` and :func:`case_verdict` serve graded assignments
@@ -52,9 +53,10 @@ from .part3 import check_block_parameter_count, check_layer_norm
 from .pooling import check_epanechnikov, check_gaussian_weights
 from .positions import check_alibi_slopes, check_rope_scores
 from .qkv import check_normalize, check_softmax
-from .scale import check_attention_memory, check_online_softmax, check_tiled_causal
+from .scale import check_attention_memory, check_online_softmax
 from .scoring import check_entropy, check_scaled_dot_product
 from .seq2seq import check_cross_attention_weights, check_decoder_masks
+from .tiled import check_tiled_causal
 from .vit import check_attention_rollout, check_ink, check_patchify
 
 __all__ = [

@@ -10,6 +10,7 @@ import torch
 from ._core import CheckReport, Mistake, _generator, _Problem, _run, _see, knows
 from ._draws import _draws
 from ._explain import explainer
+from ._stability import UNDERFLOW, far_queries_keys, no_shift_softmax
 
 _LM = "A Tiny Language Model, and Decoding with a Cache"
 _MASK_SECTION = _see("Causal self-attention: looking only back", _LM)
@@ -108,12 +109,16 @@ def _step(
     softmax: bool = True,
     prepend: bool = False,
     query_is_key: bool = False,
+    shift: bool = True,
+    empty_gives_v: bool = False,
 ):
     """A cache step that scales scores by ``scale(p, p_v)``; with ``before`` it attends
     before appending; with ``reread`` it appends the whole old cache again; with
     ``after`` it scales the weights after the softmax; without ``softmax`` it uses
     the scaled scores as weights; with ``prepend`` the new key and value go first;
-    with ``query_is_key`` it scores with k instead of q."""
+    with ``query_is_key`` it scores with k instead of q; without ``shift`` its softmax
+    is exp(s) / sum(exp(s)); with ``before`` and ``empty_gives_v`` a step on an
+    empty cache returns v itself (a special case for the first token)."""
 
     def kv_step(K_cache, V_cache, q, k, v):
         if prepend:
@@ -131,9 +136,14 @@ def _step(
             weights = scores * c
         elif after:
             weights = torch.softmax(scores, dim=0) * c
+        elif not shift:
+            weights = no_shift_softmax(scores * c, dim=0)
         else:
             weights = torch.softmax(scores * c, dim=0)
-        out = weights @ V_seen if K_seen.shape[0] else torch.zeros_like(v)
+        if K_seen.shape[0]:
+            out = weights @ V_seen
+        else:
+            out = v.clone() if empty_gives_v else torch.zeros_like(v)
         if reread:
             return out, torch.cat([K_cache, K_new]), torch.cat([V_cache, V_new])
         return out, K_new, V_new
@@ -218,6 +228,23 @@ _ROOT_D = lambda d, dv: 1 / math.sqrt(d)  # noqa: E731
         "old caches with exactly the new key and value appended (torch.cat([K_cache, "
         "k.unsqueeze(0)])); " + _CACHE_SECTION,
     ),
+    Mistake(
+        "attends before appending, v when empty",
+        _step(_ROOT_D, before=True, empty_gives_v=True),
+        "this looks like a step that attends over the old cache before appending the new "
+        "key and value, with a special case that returns v when the cache is empty: the "
+        "first token is then right, but every later token misses its own key; append "
+        "first, then attend (the cache is never empty then, and no special case is "
+        "needed); " + _CACHE_SECTION,
+    ),
+    Mistake(
+        "no shift",
+        _step(_ROOT_D, shift=False),
+        "this looks like a softmax written as exp(s) / exp(s).sum() with no shift: it is "
+        "right for small scores, but exp overflows to inf beyond 88.7 and underflows to 0 "
+        "below -103 in float32 (0 / 0 is NaN); use torch.softmax, or subtract the largest "
+        "score first; " + _CACHE_SECTION,
+    ),
 )
 def check_kv_cache(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], tuple],
@@ -235,7 +262,9 @@ def check_kv_cache(
     The checker runs ``fn`` token by token over a whole sequence, starting from
     empty caches, and compares the outputs with the uncached layer (causal
     ``scaled_dot_product_attention`` over the whole sequence at once) and the
-    final caches with all the keys and values.
+    final caches with all the keys and values. Under every seed, two cases hold
+    float32 scores that all lie near -200 or between 40 and 95, where a softmax
+    with no shift underflows or overflows.
     """
 
     if not callable(fn):
@@ -281,6 +310,21 @@ def check_kv_cache(
         )[0]
         expected = {"outputs": outputs, "keys": K, "values": V}
         cases.append((f"{n} tokens, p={d}, p_v={dv}", (Q, K, V), expected, hint))
+    for kind, text in (("negative", "scores near -200"), ("large", "large scores, 40 to 95")):
+        Q, K = (t[0] for t in far_queries_keys(g, 1, 6, 6, 4, kind))
+        V = torch.randn(6, 3, generator=g)
+        outputs = torch.nn.functional.scaled_dot_product_attention(
+            Q[None], K[None], V[None], is_causal=True
+        )[0]
+        cases.append(
+            (
+                f"{text} (float32), 6 tokens, p=4, p_v=3",
+                (Q, K, V),
+                {"outputs": outputs, "keys": K, "values": V},
+                f"{UNDERFLOW}: use torch.softmax, or subtract the largest score first; "
+                + _CACHE_SECTION,
+            )
+        )
     return _run(
         "check_kv_cache",
         fn,

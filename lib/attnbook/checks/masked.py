@@ -3,6 +3,7 @@ and the causal lengths."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -48,6 +49,10 @@ def _renorm(X, valid_lens, *, shift="valid", zero_before=True, where=False, clam
     if shift == "valid":
         row_min = X.amin(dim=-1, keepdim=True)
         z = X - torch.where(keep, X, row_min).amax(dim=-1, keepdim=True)
+    elif shift == "-inf fill":
+        z = X - X.masked_fill(~keep, float("-inf")).amax(dim=-1, keepdim=True)
+    elif shift == "masked as 0":
+        z = X - torch.where(keep, X, 0.0).amax(dim=-1, keepdim=True)
     elif shift == "all":
         z = X - X.amax(dim=-1, keepdim=True)
     else:
@@ -246,6 +251,34 @@ _NO_FILL = (
         "each length must get weight 0; "
         + _see("Building a masked softmax, step by step", _MASKED),
     ),
+    Mistake(
+        "where after exp, -inf in the maximum",
+        lambda X, lens: _renorm(X, lens, shift="-inf fill", where=True),
+        "the values are right but the gradient is NaN: the mask is applied after "
+        "exponentiating, torch.where(keep, torch.exp(X - shift), 0), which discards an "
+        "infinite exponential only in the forward pass (a row with no valid key has a "
+        "maximum of -inf, and X - (-inf) = inf); backpropagation still multiplies 0 by "
+        "inf there; zero the masked differences before exponentiating, "
+        "torch.exp(torch.where(keep, X - shift, 0.0)) * keep; " + _see("Edge cases", _MASKED),
+    ),
+    Mistake(
+        "zeroing after exp, -inf in the maximum",
+        lambda X, lens: _renorm(X, lens, shift="-inf fill", zero_before=False),
+        "this looks like the mask applied after exponentiating, torch.exp(X - shift) * keep: "
+        "a huge masked score, or any score of a row with no valid key (its maximum is "
+        "-inf, and X - (-inf) = inf), gives exp(...) = inf first, and inf * 0 is NaN; zero "
+        "the masked differences before exponentiating, torch.where(keep, X - shift, 0.0); "
+        + _see("Edge cases", _MASKED),
+    ),
+    Mistake(
+        "masked as 0 in the maximum",
+        lambda X, lens: _renorm(X, lens, shift="masked as 0"),
+        "this looks like a shift by a maximum taken with the masked scores replaced by 0 "
+        "(torch.where(keep, X, 0).amax(...)): the shift is then never below 0, so a row "
+        "whose valid scores all lie far below 0 (around -200) has exp(x - 0) = 0 for every "
+        "key and a sum of 0; replace the masked scores by the row's minimum before taking "
+        "the maximum; " + _see("Building a masked softmax, step by step", _MASKED),
+    ),
 )
 def check_masked_softmax(
     fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
@@ -255,7 +288,9 @@ def check_masked_softmax(
     Lengths may be 1-D (batch,) or 2-D (batch, queries). A row of length 0 must
     be all zeros; float16 and bfloat16 scores must work and keep their dtype;
     masked scores of any size (even huge ones) must not matter; gradients must
-    be finite and equal to the library's (the last case). Knows the slips of
+    be finite and equal to the library's (the last case). Under every seed one
+    case holds float32 rows whose valid scores all lie near -200 and rows of large
+    ones (40s, 80s, +-100), with -inf or 200 on the masked keys. Knows the slips of
     exercise 1 (a shift by the maximum over all keys, zeroing after exp, a
     ``torch.where`` after exp, 0 / 0 for a row of length 0) and the fill
     values that exercise does without (-1e6, -inf, a fixed fill, an added mask).
@@ -351,6 +386,32 @@ def check_masked_softmax(
             "nothing; zero the masked differences before exponentiating; "
             + _see("Edge cases", _MASKED),
             probe=lambda f: _with_gradient(f, upstream),
+        )
+    )
+    # Under every seed: valid scores near -200 and large ones (40s, 80s, +-100), in
+    # float32, with -inf or 200 on the masked keys (padding may hold anything).
+    far = torch.stack(
+        [
+            -205 + torch.arange(6.0) + torch.randn(3, 6, generator=g),
+            torch.stack(
+                [
+                    40 + 0.5 * torch.randn(6, generator=g),  # a row of 40s
+                    80 + 10 * torch.randn(6, generator=g),  # near exp's overflow at 88.7
+                    100 * torch.tensor([1.0, -1.0]).repeat(3) + torch.randn(6, generator=g),
+                ]
+            ),
+        ]
+    )
+    far_lens, padding = torch.tensor([5, 4]), torch.tensor([-math.inf, 200.0])[:, None, None]
+    cases.append(
+        case(
+            "valid scores near -200 and up to 100 (float32), masked keys -inf or 200",
+            torch.where(_keep_of(far, far_lens), far, padding),
+            far_lens,
+            "exp underflows to 0 below -103 and overflows beyond 88.7 in float32: shift "
+            "each row by the maximum over its valid keys (not 0, a mean or a sum), and "
+            "zero the masked differences before exponentiating (a masked 200 overflows "
+            "exp, and a masked -inf times 0 is NaN); " + steps,
         )
     )
     return _run(

@@ -12,6 +12,7 @@ from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 from ._draws import _draws
 from ._explain import describe, explainer
 from ._probes import _chain, _refusing
+from ._stability import no_shift_softmax
 
 _MULTIHEAD = "Multi-Head Attention"
 _SELF = "Self-Attention and Positional Encoding"
@@ -426,11 +427,28 @@ _CAUSAL_MASKS = _see("Causal masks: looking only backwards", _SELF)
         "those weights applied to the values, weights @ X, of shape (batch, steps, d); "
         + _CAUSAL_MASKS,
     ),
+    Mistake(
+        "no shift",
+        lambda X: (
+            no_shift_softmax(
+                (X @ X.transpose(1, 2) / math.sqrt(X.shape[-1])).masked_fill(
+                    _future(X.shape[1]), -math.inf
+                )
+            )
+            @ X
+        ),
+        "this looks like a softmax written as exp(S) / exp(S).sum(...) with no shift: it "
+        "is right for small scores, but exp overflows to inf beyond 88.7 in float32 "
+        "(inf / inf is NaN); use torch.softmax or masked_softmax, or subtract each row's "
+        "maximum first; " + _CAUSAL_MASKS,
+    ),
 )
 def check_causal_self_attention(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
     """Check ``fn(X)``: causal scaled dot-product self-attention, X (batch, steps, d) ->
     (batch, steps, d), where X supplies queries, keys and values and position i
-    attends to positions 0..i only.
+    attends to positions 0..i only. Under every seed, one case holds float32
+    scores of about +-100, where a softmax with no shift overflows (a row far
+    below 0 cannot happen here: a token's score with itself is |x|^2 / sqrt(d)).
     """
     g = _generator(7)
     cases = []
@@ -446,6 +464,20 @@ def check_causal_self_attention(fn: Callable[[torch.Tensor], torch.Tensor]) -> C
                 + _CAUSAL_MASKS,
             )
         )
+    # Scores of about +-100: x_i = +-14 along one axis, plus whole-number jitter.
+    axis = torch.zeros(4)
+    axis[int(torch.randint(4, (1,), generator=g))] = 14.0
+    sign = torch.randint(2, (2, 6, 1), generator=g).float() * 2 - 1
+    X = sign * axis + torch.randint(-1, 2, (2, 6, 4), generator=g).float()
+    cases.append(
+        (
+            "large scores, about +-100 (float32), X of shape (2, 6, 4)",
+            (X,),
+            torch.nn.functional.scaled_dot_product_attention(X, X, X, is_causal=True),
+            "exp overflows beyond 88.7 in float32: use torch.softmax or masked_softmax, or "
+            "subtract each row's maximum first; " + _CAUSAL_MASKS,
+        )
+    )
     return _run(
         "check_causal_self_attention",
         fn,

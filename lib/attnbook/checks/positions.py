@@ -101,6 +101,14 @@ _SEE_ROPE = _see("RoPE: rotate the queries and keys", _POSITIONS)
         "first feature index over d), as in chapter 7's sinusoids; " + _SEE_ROPE,
     ),
     Mistake(
+        "exponent_doubled",
+        lambda q, k: _scores(q, k, exponent=lambda i, d: -4 * i / d),
+        "the frequencies look like 10000^(-4r/d), the 2 counted twice: torch.arange(0, d, 2) "
+        "already gives each pair's 2r, so the exponent is -arange(0, d, 2) / d, not "
+        "-2 * arange(0, d, 2) / d. The rotation itself is right (the scores still depend "
+        "only on i - j); only the frequencies turn too slowly; " + _SEE_ROPE,
+    ),
+    Mistake(
         "exponent_off_by_one",
         lambda q, k: _scores(q, k, exponent=lambda i, d: -2 * (i + 1) / d),
         "the frequencies look like 10000^(-2(r+1)/d): pair r = 0 should turn by one radian per "
@@ -274,6 +282,13 @@ _SEE_ALIBI = _see("ALiBi: a penalty that grows with distance", _POSITIONS)
         "the right slopes, sorted largest first: keep the order of the authors' code, the "
         "p-head slopes first, then the extra ones (for 6 heads 1/4 .. 1/256, then 1/2 and "
         "1/8); " + _SEE_ALIBI,
+    ),
+    Mistake(
+        "negative",
+        lambda h: [-m for m in _interleaved(h, slice(0, None, 2))],
+        "every slope has the right size but a minus sign: the slopes themselves are "
+        "positive, 2^(-8(c+1)/h); the minus sign belongs in the bias, -m |i - j|, which "
+        "subtracts the penalty from the scores; " + _SEE_ALIBI,
     ),
 )
 def check_alibi_slopes(fn: Callable[[int], object]) -> CheckReport:

@@ -18,6 +18,7 @@ from ._core import (
     knows,
 )
 from ._explain import explainer
+from ._stability import UNDERFLOW, far_queries_keys, no_shift_softmax
 
 # ---------------------------------------------------------------- Scoring Functions
 
@@ -107,6 +108,14 @@ _SDP = _see("Scaled dot-product attention", _SCORING)
         "those weights applied to the values, weights @ V, of shape (batch, queries, "
         "value size); " + _SDP,
     ),
+    Mistake(
+        "no shift",
+        lambda Q, K, V: no_shift_softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])) @ V,
+        "this looks like a softmax written as exp(S) / exp(S).sum(...) with no shift: it "
+        "is right for small scores, but exp overflows to inf beyond 88.7 and underflows "
+        "to 0 below -103 in float32 (0 / 0 is NaN); use torch.softmax, or subtract each "
+        "row's maximum first; " + _SDP,
+    ),
 )
 def check_scaled_dot_product(
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
@@ -117,7 +126,9 @@ def check_scaled_dot_product(
     keys; the answer is (batch, queries, v). Catches ``K.T`` on a batch, a
     missing scale, a scale of 1 / d, a square root of the wrong size (the number
     of queries, of keys, or the values' size), the scale applied after the
-    softmax, and a softmax over the queries instead of the keys.
+    softmax, and a softmax over the queries instead of the keys. Under every
+    seed, two cases hold float32 scores that all lie near -200 or reach about
+    110, where a softmax with no shift underflows or overflows.
     """
     g = _generator(5)
     cases = []
@@ -132,6 +143,17 @@ def check_scaled_dot_product(
                 (Q, K, V),
                 _reference_attention(Q, K, V),
                 sizes + _SDP,
+            )
+        )
+    for kind, text in (("negative", "scores near -200"), ("large", "large scores, up to 110")):
+        Q, K = far_queries_keys(g, 2, 3, 5, 4, kind)
+        V = torch.randn(2, 5, 3, generator=g)
+        cases.append(
+            (
+                f"{text} (float32), Q (2, 3, 4), K (2, 5, 4), V (2, 5, 3)",
+                (Q, K, V),
+                _reference_attention(Q, K, V),
+                f"{UNDERFLOW}: use torch.softmax, or subtract each row's maximum first; " + _SDP,
             )
         )
     return _run(

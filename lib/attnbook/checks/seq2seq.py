@@ -12,6 +12,7 @@ from ._core import Case, CheckReport, Mistake, _generator, _Problem, _run, _see,
 from ._draws import _draws
 from ._explain import describe
 from ._probes import _chain, _refusing
+from ._stability import UNDERFLOW, no_shift_softmax
 
 _CROSS = "Attention Between Two Sequences"
 _DECODER_ENCODER = "Attention between the decoder and the encoder"
@@ -49,10 +50,12 @@ def _over_batch(s, H, lens, W_s, W_h, v):
     return torch.softmax(scores, dim=0)
 
 
-def _additive_with(s, H, lens, W_s, W_h, v, *, after=False, fill=None, late=False, scale=1.0):
+def _additive_with(
+    s, H, lens, W_s, W_h, v, *, after=False, fill=None, late=False, scale=1.0, shift=True
+):
     """Additive weights with one slip: the mask applied after the softmax, the padding
-    filled with ``fill`` instead of -inf, the mask starting one position late, or the
-    scores multiplied by ``scale``."""
+    filled with ``fill`` instead of -inf, the mask starting one position late, the
+    scores multiplied by ``scale``, or (without ``shift``) exp(s) / sum(exp(s))."""
     features = torch.tanh((s @ W_s.T).unsqueeze(1) + H @ W_h.T)
     scores = (features @ v) * scale  # (b, n)
     positions = torch.arange(H.shape[1])
@@ -61,6 +64,8 @@ def _additive_with(s, H, lens, W_s, W_h, v, *, after=False, fill=None, late=Fals
         return torch.softmax(scores, dim=-1).masked_fill(padding, 0.0)
     if fill is not None:
         return torch.softmax(scores.masked_fill(padding, fill), dim=-1)
+    if not shift:
+        return no_shift_softmax(scores.masked_fill(padding, float("-inf")))
     return torch.softmax(scores.masked_fill(padding, float("-inf")), dim=-1)
 
 
@@ -124,6 +129,14 @@ def _additive_with(s, H, lens, W_s, W_h, v, *, after=False, fill=None, late=Fals
         "the softmax runs over the batch (dim=0): each decoder state's weights must sum to "
         "1 over its own source positions, the last axis; " + _see(_DECODER_ENCODER, _CROSS),
     ),
+    Mistake(
+        "no_shift",
+        lambda *a: _additive_with(*a, shift=False),
+        "this looks like a softmax written as exp(e) / exp(e).sum(...) with no shift: it is "
+        "right for small scores, but exp overflows to inf beyond 88.7 and underflows to 0 "
+        "below -103 in float32 (0 / 0 is NaN); use torch.softmax or masked_softmax, or "
+        "subtract each row's largest score first; " + _see(_DECODER_ENCODER, _CROSS),
+    ),
 )
 def check_cross_attention_weights(fn: Callable) -> CheckReport:
     """Check ``fn(s, H, source_lens, W_s, W_h, v)``: additive cross-attention weights.
@@ -132,7 +145,8 @@ def check_cross_attention_weights(fn: Callable) -> CheckReport:
     encoder states, ``source_lens`` (b,) the valid lengths, ``W_s`` (d_a, d_s),
     ``W_h`` (d_a, d_h) and ``v`` (d_a,) the score's parameters. The answer is the
     (b, n) weights softmax_j(v . tanh(W_s s + W_h h_j)) over the valid positions,
-    exactly 0 on the padding.
+    exactly 0 on the padding. Under every seed, two cases hold float32 scores
+    near -200 or near 100, where a softmax with no shift underflows or overflows.
     """
     g = _generator(13)
     cases = []
@@ -156,6 +170,26 @@ def check_cross_attention_weights(fn: Callable) -> CheckReport:
                 _additive(*args),
                 "the weights are the masked softmax over j of v . tanh(W_s s + W_h h_j); "
                 + _see(_DECODER_ENCODER, _CROSS),
+            )
+        )
+    # Under every seed: tanh near -1 or +1 read by a long v, scores near -200 or 100.
+    for sign, size, lens in ((-1, 52.0, [5, 3]), (1, 25.0, [5, 5])):
+        args = (
+            sign * 3 + 0.1 * torch.randn(2, 4, generator=g),
+            2 * torch.rand(2, 5, 4, generator=g) - 1,
+            torch.tensor(lens),
+            torch.eye(4),
+            torch.eye(4),
+            torch.full((4,), size),
+        )
+        cases.append(
+            Case(
+                f"scores near {-200 if sign < 0 else 100} (float32), b=2, n=5, "
+                f"d_s=d_h=d_a=4, lengths {lens}",
+                args,
+                _additive(*args),
+                f"{UNDERFLOW}: use torch.softmax or masked_softmax, or subtract each "
+                "row's largest score first; " + _see(_DECODER_ENCODER, _CROSS),
             )
         )
     return _run(
@@ -306,6 +340,14 @@ def _masks_from_torch(m, lens, n):
         "boolean masks, True where attention is not allowed; " + _see(_TRANSFORMER, _CROSS),
     ),
     Mistake(
+        "padding_from_target_length",
+        lambda m, lens, n: (_masks(m, lens, n)[0], torch.arange(m) >= lens[:, None]),
+        "memory_key_padding_mask is built over the target's m positions, "
+        "torch.arange(m) >= source_lens[:, None]: it masks the source, so it has one "
+        "column per source position, torch.arange(n) >= source_lens[:, None], shape (b, n); "
+        + _see(_TRANSFORMER, _CROSS),
+    ),
+    Mistake(
         "swapped",
         lambda m, lens, n: (_masks(m, lens, n)[1], _masks(m, lens, n)[0]),
         "the two masks are swapped: first the (m, m) causal tgt_mask, then the (b, n) "
@@ -333,7 +375,7 @@ def check_decoder_masks(fn: Callable) -> CheckReport:
             n = draw.int(3, 8)
             lens = draw.ints(batch, 1, n)
             lens[draw.int(0, batch - 1)] = n
-            sizes.append((draw.int(2, 7), lens, n))
+            sizes.append((draw.int(2, 7, avoid=(n,)), lens, n))  # m != n, as in the book
     cases = []
     for m, lens, n in sizes:
         lens = torch.tensor(lens)

@@ -22,6 +22,14 @@ def _patches_permuted(images: torch.Tensor, p: int, order: tuple[int, ...]) -> t
     return grid.permute(order).reshape(b, (H // p) * (W // p), C * p * p)
 
 
+def _split_pixels_first(images: torch.Tensor, p: int) -> torch.Tensor:
+    """Each axis split as (p, H/p) instead of (H/p, p); the H/p and W/p axes taken as
+    the patch grid, the p axes as the pixels of a patch."""
+    b, C, H, W = images.shape
+    grid = images.reshape(b, C, p, H // p, p, W // p).permute(0, 3, 5, 1, 2, 4)
+    return grid.reshape(b, (H // p) * (W // p), C * p * p)
+
+
 @knows(
     Mistake(
         "library patchify",
@@ -78,6 +86,15 @@ def _patches_permuted(images: torch.Tensor, p: int, order: tuple[int, ...]) -> t
         lambda images, p: _patches_permuted(images, p, (0, 2, 4, 1, 5, 3)),
         "this looks like the pixels of each patch read column by column; read them row by "
         "row, as the image is stored; " + _see("An image as a sequence", _VIT),
+    ),
+    Mistake(
+        "split as (p, H/p)",
+        _split_pixels_first,
+        "this looks like each axis split as (p, H/p) instead of (H/p, p): in "
+        "reshape(b, C, H // p, p, W // p, p) the patch index comes first and the pixel "
+        "within the patch second (row = patch_row * p + i); with (p, H/p) each token "
+        "gathers pixels H/p apart, a strided grid, not a p x p square (on a square image "
+        "with p * p = H it looks like a transpose); " + _see("An image as a sequence", _VIT),
     ),
 )
 def check_patchify(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> CheckReport:
