@@ -1,7 +1,9 @@
 """`make test-jupyter`: every explorer driven with the keyboard in a real JupyterLab.
 
 A throwaway JupyterLab (tools/jupyter_lab.py) serves copies of the chapters
-that show explorers; headless Chromium opens each one, runs every cell, and
+that show explorers, each cut after the cell that makes its last explorer
+(what follows shows none, and strict nbval runs it); headless Chromium opens
+each one, runs every cell, and
 moves every control of every explorer, twice round: sliders with the keyboard,
 menus by choosing the next option (a closed menu ignores keys in JupyterLab in
 headless Chromium). Each move must load a new picture and change the one
@@ -22,8 +24,8 @@ import re
 import pytest
 
 from tools.browser import Offline, chromium
-from tools.jupyter_lab import LabNotebook, explorer_notebooks, lab_server
-from tools.site import BOOK
+from tools.jupyter_lab import LabNotebook, explorer_notebooks, lab_server, through_last_explorer
+from tools.site import BOOK, read_notebook
 
 NOTEBOOKS = explorer_notebooks()
 STEPS = 3  # key presses per control
@@ -44,13 +46,29 @@ def lab(browser):
     # another chapter (it sees one notebook at a time) and, after cells run,
     # "Cannot read properties of undefined (reading 'node')"; the reading test
     # below covers what it renders.
-    with lab_server(NOTEBOOKS, disabled_extensions=("jupyterlab-myst",)) as (base, root):
+    # Each chapter up to its last explorer (tools.jupyter_lab.through_last_explorer):
+    # the cells after it show no explorer, and strict nbval runs them.
+    chapters = {path.name: through_last_explorer(path) for path in NOTEBOOKS}
+    with lab_server([], extra=chapters, disabled_extensions=("jupyterlab-myst",)) as (base, root):
         yield base, browser
 
 
 def test_chapters_with_explorers_are_found():
     names = [path.name for path in NOTEBOOKS]
     assert "attention-pooling.ipynb" in names and "masked-softmax.ipynb" in names
+
+
+def test_each_chapter_is_cut_after_its_last_explorer():
+    for path in NOTEBOOKS:
+        full = read_notebook(path).cells
+        cut = through_last_explorer(path).cells
+        assert [c.source for c in cut] == [c.source for c in full[: len(cut)]]
+        assert "_explorer(" in cut[-1].source or "widget-view" in str(cut[-1].outputs)
+        assert not any("_explorer(" in c.source for c in full[len(cut) :]), path.name
+    # Most chapters end in exercises and checks that show no explorer.
+    assert sum(len(through_last_explorer(p).cells) for p in NOTEBOOKS) < 0.8 * sum(
+        len(read_notebook(p).cells) for p in NOTEBOOKS
+    )
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

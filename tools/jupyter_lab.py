@@ -43,6 +43,33 @@ def explorer_notebooks() -> list[Path]:
     return found
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def through_last_explorer(path: Path) -> nbformat.NotebookNode:
+    """The chapter at ``path`` up to the last code cell that makes an explorer
+    (calls ``something_explorer(``) or whose stored outputs show a widget.
+
+    What follows it (exercises, solutions, hidden checks) shows no explorer;
+    strict nbval runs it on every CPU path and in the Colab-like environment,
+    so the JupyterLab test need not wait for it.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    shows = [
+        i
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code"
+        and (
+            "_explorer(" in cell.source
+            or any(WIDGET_VIEW in output.get("data", {}) for output in cell.outputs)
+        )
+    ]
+    if not shows:
+        raise ValueError(f"{path.name} makes and shows no explorer")
+    notebook.cells = notebook.cells[: shows[-1] + 1]
+    return notebook
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
