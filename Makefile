@@ -45,7 +45,7 @@ NOTEBOOKS_SLOWEST_FIRST := $(SLOWEST_NOTEBOOKS) $(filter-out $(SLOWEST_NOTEBOOKS
 PORT ?= 8000
 
 .PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
-        test-notebooks test-sources test-slow test-fresh-site test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
+        test-notebooks test-sources test-slow test-fresh-site test-site test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
         slides readers-edition dist release reopen otter-env assignments grade \
         lm-checkpoint seq2seq-runs positions-sweep vit-sweep live-weights test-live-js
 
@@ -343,7 +343,7 @@ test-browser: $(STAMP) book
 # their time waiting on pages and kernels, so they share the cores with the
 # nbval and Colab-like runs. The website is built once, before either needs it.
 CHECK_PARTS := test-cpus test-browser test-jupyter colab pdf slides test-widgets-ipyw7 test-slow \
-  test-fresh-site
+  test-fresh-site test-site
 check: test
 	$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECK_PARTS) \
 	  SLIDES_EXECUTED=$(EXECUTED)/slides CHAPTERS_IN_COLAB=1
@@ -360,6 +360,16 @@ test-fresh-site: $(STAMP) $(KERNEL_PROFILE)
 	$(BUILD_BOOK) --path-output $(FRESH)
 	ATTNBOOK_FRESH_BUILD=$(CURDIR)/$(FRESH)/_build $(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q \
 	  tests/test_fresh_site.py
+
+# The website as `make site` builds it: after the PDF and the decks, which
+# every page (and the instructor guide's table) then links, strictly (a link
+# the book cannot resolve once the decks exist fails here, as an xref_missing
+# in the instructor guide once did, unseen by any test), then the site's
+# checks again. After the browser suites, which read the same _build/html.
+test-site: $(STAMP) pdf slides test-browser
+	$(BUILD_BOOK)
+	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q tests/test_site.py \
+	  tests/test_instructor_guide_site.py
 
 test-jupyter: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q tests/test_jupyter.py tests/test_live_jupyter.py
