@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, settings
 matplotlib.use("Agg")
 
 
-
 def pytest_configure(config):
     # Two tiers (Makefile): `make test` runs the library tests but these
     # (test-lib), `make check` runs them alone (test-slow), so nothing lands
