@@ -24,6 +24,7 @@ import pytest
 from PIL import Image, ImageStat
 
 from tools.browser import Offline, picture
+from tests.test_site import pages
 from tools.site import ROOT, SITE, require_site, serve
 
 PHONE = {"width": 390, "height": 844}
@@ -34,12 +35,14 @@ BLOCKING = ("serious", "critical")
 
 
 def built_pages() -> list[str]:
-    """Every page of the site, less redirects (index.html forwards to the preface)."""
+    """Every page of the book (tests.test_site.pages: not the decks that `make
+    slides` may be writing beside it, which tests/test_slides_browser.py
+    checks), less redirects (index.html forwards to the preface)."""
     site = require_site()
     return sorted(
         p.relative_to(site).as_posix()
-        for p in site.rglob("*.html")
-        if not {"_static", "_sources", "_images"} & set(p.parts)
+        for p in pages(site)
+        if not {"_sources", "_images"} & set(p.parts)
         and 'http-equiv="refresh"' not in p.read_text(encoding="utf-8")[:2000].lower()
     )
 
