@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageStat
 
-from tools.browser import Offline, picture
 from tests.test_site import pages
+from tools.browser import Offline, picture
 from tools.site import ROOT, SITE, require_site, serve
 
 PHONE = {"width": 390, "height": 844}
