@@ -81,6 +81,9 @@ class AdditiveCrossAttention(nn.Module):
 
     def keys(self, states: torch.Tensor) -> torch.Tensor:
         """(b, n, d_h) -> (b, n, A): the part of the score that does not depend on the query."""
+        states = _validate.model_input(
+            "states", states, ndim=3, dtype=self.W_h.weight.dtype, width=self.W_h.in_features
+        )
         return self.W_h(states)
 
     def forward(self, query, projected, states, lens):
@@ -236,7 +239,7 @@ class GRUSeq2Seq(nn.Module):
 
         ``initial_state`` (b, dec_hiddens), if given, replaces the s_{-1} made from
         this source (an intervention: the rest of the decoding still reads
-        this source's encoder states).
+        this source's encoder states); another floating dtype is converted to the model's.
         """
         length = _validate.positive_int("length", length)
         states, final, projected, lens, s = self._start(source, source_lens)

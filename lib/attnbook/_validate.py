@@ -103,7 +103,31 @@ def generator(name: str, value: object) -> torch.Generator:
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer seed or a torch.Generator, got {value!r}")
-    return torch.Generator().manual_seed(int(value))
+    return torch.Generator().manual_seed(seed_int(name, value, negative=True))
+
+
+def torch_generator(name: str, value: object, *, optional: bool = False) -> torch.Generator | None:
+    """Check a ``torch.Generator`` (or None, with ``optional``: the global generator)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, torch.Generator):
+        wanted = "a torch.Generator or None" if optional else "a torch.Generator"
+        raise TypeError(f"{name} must be {wanted}, got {_describe(value)}")
+    return value
+
+
+def device(name: str, value: object) -> torch.device | None:
+    """Check a device (None, a name such as "cpu", or a torch.device) that this machine has."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, torch.device)):
+        raise TypeError(f"{name} must be None, a device name or a torch.device, got {value!r}")
+    try:
+        value = torch.device(value)
+        torch.empty(0, device=value)  # a device this machine does not have fails here
+    except (RuntimeError, AssertionError) as err:  # AssertionError: torch built without CUDA
+        raise ValueError(f"{name} must be a device of this machine, got {value!r}: {err}") from err
+    return value
 
 
 def heads_divide(num_hiddens: int, num_heads: int) -> None:

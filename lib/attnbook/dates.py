@@ -108,6 +108,8 @@ class Vocab:
 
     def encode(self, text) -> list[int]:
         """Indices of the characters (or tokens) of ``text``."""
+        if not isinstance(text, (str, list, tuple)):
+            raise TypeError(f"text must be a str or a list of symbols, got {text!r}")
         try:
             return [self.index[c] for c in text]
         except KeyError as err:
@@ -116,9 +118,16 @@ class Vocab:
             ) from None
 
     def decode(self, indices) -> str:
-        """The characters of ``indices`` joined (index 0 is skipped)."""
+        """The characters of ``indices`` (a 1-D tensor or list of ids) joined (index 0 is skipped)."""
         if isinstance(indices, torch.Tensor):
-            indices = indices.tolist()
+            indices = _validate.ids("indices", indices, upper=len(self.symbols), ndim=1).tolist()
+        elif not isinstance(indices, (list, tuple)):
+            raise TypeError(f"indices must be a 1-D tensor or a list of ids, got {indices!r}")
+        for i in indices:
+            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+                raise TypeError(f"indices must hold integer ids, got {i!r}")
+            if not 0 <= i < len(self.symbols):
+                raise ValueError(f"indices must hold ids in [0, {len(self.symbols) - 1}], got {i}")
         return "".join(self.symbols[i] for i in indices if i != 0)
 
     def __repr__(self) -> str:
@@ -246,8 +255,7 @@ class DateTask:
     def train_batch(self, batch_size: int, generator: torch.Generator) -> Seq2SeqBatch:
         """``batch_size`` training dates drawn at random, each in a random format."""
         batch_size = _validate.positive_int("batch_size", batch_size)
-        if not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator, got {generator!r}")
+        _validate.torch_generator("generator", generator)
         picks = torch.randint(len(self.train_dates), (batch_size,), generator=generator)
         kinds = torch.randint(len(FORMATS), (batch_size,), generator=generator)
         return encode_dates(
@@ -280,8 +288,7 @@ def reversal_batch(
     batch_size = _validate.positive_int("batch_size", batch_size)
     length = _validate.positive_int("length", length)
     symbols = _validate.positive_int("symbols", symbols)
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {generator!r}")
+    _validate.torch_generator("generator", generator)
     source = torch.randint(1, symbols + 1, (batch_size, length), generator=generator)
     lens = torch.full((batch_size,), length)
     return Seq2SeqBatch(source, lens, source.flip(1))

@@ -42,6 +42,7 @@ def causal_lens(batch: int, m: int, device=None) -> torch.Tensor:
     """(batch, m) valid lengths of a causal mask: query i may see keys 0..i, so i + 1."""
     batch = _validate.positive_int("batch", batch)
     m = _validate.positive_int("m", m)
+    device = _validate.device("device", device)
     return torch.arange(1, m + 1, device=device).expand(batch, m)
 
 
@@ -243,6 +244,17 @@ class TransformerDecoderLayer(nn.Module):
         return mine.train(layer.training)
 
 
+def _source_lens(source_lens: object, batch: int, n: int, device: torch.device) -> torch.Tensor:
+    """source_lens: (batch,) lengths in [0, n], one per source."""
+    lens = _validate.lengths("source_lens", source_lens, upper=n, device=device)
+    if lens.shape != (batch,):
+        raise ValueError(
+            f"source_lens must have shape ({batch},), one length per source, "
+            f"got shape {tuple(lens.shape)}"
+        )
+    return lens
+
+
 class TransformerSeq2Seq(nn.Module):
     """A 1 + 1 layer Transformer encoder-decoder with learned positions.
 
@@ -309,14 +321,7 @@ class TransformerSeq2Seq(nn.Module):
         _validate.ids("source", source, ndim=2, upper=self.source_embedding.num_embeddings)
         if source.shape[0] == 0:
             raise ValueError("source must hold at least one sequence, got an empty batch")
-        lens = _validate.lengths(
-            "source_lens", source_lens, upper=source.shape[1], device=source.device
-        )
-        if lens.shape != (source.shape[0],):
-            raise ValueError(
-                f"source_lens must have shape ({source.shape[0]},), one length per source, "
-                f"got shape {tuple(lens.shape)}"
-            )
+        lens = _source_lens(source_lens, source.shape[0], source.shape[1], source.device)
         X = self._embed(source, self.source_embedding, self.source_positions)
         return self.encoder_norm(self.encoder(X, lens))
 
@@ -326,6 +331,12 @@ class TransformerSeq2Seq(nn.Module):
             "decoder_input", decoder_input, ndim=2, upper=self.target_embedding.num_embeddings
         )
         _validate.some_positions("decoder_input", decoder_input)
+        if decoder_input.shape[0] == 0:
+            raise ValueError("decoder_input must hold at least one sequence, got an empty batch")
+        width = self.source_embedding.embedding_dim
+        dtype = self.output.weight.dtype
+        memory = _validate.model_input("memory", memory, ndim=3, dtype=dtype, width=width)
+        _source_lens(source_lens, memory.shape[0], memory.shape[1], memory.device)
         if decoder_input.shape[0] != memory.shape[0]:
             raise ValueError(
                 f"decoder_input must have {memory.shape[0]} rows like source, "

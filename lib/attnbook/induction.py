@@ -94,6 +94,7 @@ class InductionLog:
 
     def first_step_above(self, accuracy: float) -> int | None:
         """The first recorded step whose copy accuracy exceeds ``accuracy`` (None if never)."""
+        accuracy = _validate.finite_number("accuracy", accuracy)
         for step, value in zip(self.steps, self.accuracies):
             if value > accuracy:
                 return step

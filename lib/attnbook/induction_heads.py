@@ -77,6 +77,10 @@ def previous_token_score(weights: torch.Tensor) -> torch.Tensor:
         previous-token head; 1/(i + 1) at query i for uniform causal attention.
     """
     weights = _weights("weights", weights)
+    if weights.shape[0] == 0:  # a mean over no sequence is no score (it would be NaN)
+        raise ValueError(
+            f"weights must hold at least one sequence, got shape {tuple(weights.shape)}"
+        )
     diagonal = weights.diagonal(offset=-1, dim1=-2, dim2=-1)  # (batch, heads, n - 1)
     return diagonal.mean(dim=(0, 2))
 
@@ -220,11 +224,9 @@ def head_output(
     """
     h = _head(model, layer, head)
     attn = model.layers[layer]
-    vectors = _validate.tensor("vectors", vectors, ndim=2, floating=True)
-    if vectors.shape[1] != model.num_hiddens:
-        raise ValueError(
-            f"vectors must have {model.num_hiddens} features, got shape {tuple(vectors.shape)}"
-        )
+    vectors = _validate.model_input(
+        "vectors", vectors, ndim=2, dtype=_validate.param_dtype(model), width=model.num_hiddens
+    )
     with torch.no_grad():
         return vectors @ attn.W_v.weight[h].T @ attn.W_o.weight[:, h].T  # (m, D)
 
