@@ -82,7 +82,14 @@ def positive_int(name: str, value: object) -> int:
         raise TypeError(f"{name} must be an integer, got {_describe(value)}")
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value!r}")
+    _below_int64(name, value)
     return int(value)
+
+
+def _below_int64(name: str, value: numbers.Integral) -> None:
+    """Refuse a count or size that torch cannot even hold (it would overflow inside torch)."""
+    if value >= 2**63:
+        raise ValueError(f"{name} must be below 2**63, got {value!r}")
 
 
 def seed_int(name: str, value: object, *, negative: bool = False) -> int:
@@ -196,6 +203,7 @@ def nonnegative_int(name: str, value: object) -> int:
         raise TypeError(f"{name} must be an integer, got {_describe(value)}")
     if value < 0:
         raise ValueError(f"{name} must be >= 0, got {value!r}")
+    _below_int64(name, value)
     return int(value)
 
 

@@ -71,9 +71,7 @@ def _position(name: str, value: object, device: torch.device) -> torch.Tensor:
     if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_complex():
         value = value.item()
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        value = _validate.nonnegative_int(name, value)
-        if value >= 2**63:
-            raise ValueError(f"{name} must be below 2**63, got {value!r}")
+        value = _validate.nonnegative_int(name, value)  # below 2**63 too
     elif _validate.finite_number(name, value) < 0:
         raise ValueError(f"{name} must be >= 0, got {value!r}")
     return torch.tensor([value], device=device)

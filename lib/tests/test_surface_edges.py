@@ -247,3 +247,10 @@ def test_save_checkpoint_refuses_bad_input_before_writing(tmp_path, changes, mat
     with pytest.raises((TypeError, ValueError), match=match):
         lm.save_checkpoint(**{**args, **changes})
     assert not path.exists()
+
+
+@pytest.mark.parametrize("arg", ["batch", "length", "vocab"])
+def test_a_size_torch_cannot_hold_is_refused_by_name(arg):
+    sizes = {"batch": 2, "length": 6, "vocab": 16, arg: 2**70}
+    with pytest.raises(ValueError, match=rf"{arg} must be below 2\*\*63"):
+        lg.make_kback_batch(**sizes)
