@@ -177,8 +177,9 @@ class GRUSeq2Seq(nn.Module):
         self.attention_weights: torch.Tensor | None = None
 
     def _start(self, source, source_lens):
-        states, final = self.encoder(source, source_lens)  # (b, n, 2H), (b, 2H)
-        lens = source_lens.to(device=source.device, dtype=torch.long)
+        source, lens = _check_source(source, source_lens)  # lens: a list of lengths, too
+        states, final = self.encoder(source, lens)  # (b, n, 2H), (b, 2H)
+        lens = lens.to(device=source.device, dtype=torch.long)
         projected = self.attention.keys(states) if self.use_attention else None
         if self.bridge is None:
             s = final.new_zeros(final.shape[0], self.dec_hiddens)  # (b, S)

@@ -98,7 +98,7 @@ def induction_targets(
     segment = _validate.positive_int("segment", segment)
     for name, value in (("first", first), ("second", second)):
         _validate.tensor(name, value, ndim=1)
-        if value.is_floating_point() or value.dtype == torch.bool:
+        if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
             raise TypeError(f"{name} must hold integer positions, got dtype {value.dtype}")
     if first.shape != second.shape:
         raise ValueError(

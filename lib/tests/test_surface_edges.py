@@ -23,6 +23,7 @@ from attnbook import (
     pooling,
     rope,
     sampling,
+    seq2seq,
     vit,
     vit_study,
 )
@@ -254,3 +255,45 @@ def test_a_size_torch_cannot_hold_is_refused_by_name(arg):
     sizes = {"batch": 2, "length": 6, "vocab": 16, arg: 2**70}
     with pytest.raises(ValueError, match=rf"{arg} must be below 2\*\*63"):
         lg.make_kback_batch(**sizes)
+
+
+# --- found by a wider fuzz of every public callable and method
+
+
+@pytest.mark.parametrize("which", ["first", "second"])
+def test_induction_targets_refuse_complex_positions(which):
+    args = {"first": torch.tensor([0, 1]), "second": torch.tensor([5, 6])}
+    args[which] = args[which].to(torch.complex64)
+    with pytest.raises(TypeError, match=f"{which} must hold integer positions"):
+        induction.induction_targets(**args, segment=3)
+
+
+def _gru():
+    return seq2seq.GRUSeq2Seq(10, 10, embed=4, enc_hiddens=4, dec_hiddens=8, attn_hiddens=4)
+
+
+def test_gru_seq2seq_takes_a_list_of_lengths():
+    """The lengths may be a list (as the encoder documents); the model crashed on one."""
+    source, lens = torch.tensor([[1, 2, 3], [4, 5, 0]]), torch.tensor([3, 2])
+    model = _gru()
+    decoder_input = torch.tensor([[1, 2], [3, 4]])
+    assert torch.equal(model(source, [3, 2], decoder_input), model(source, lens, decoder_input))
+    assert torch.equal(model.initial_state(source, [3, 2]), model.initial_state(source, lens))
+    assert torch.equal(model.greedy(source, [3, 2], 2)[0], model.greedy(source, lens, 2)[0])
+
+
+@pytest.mark.parametrize(
+    ("ids", "error"),
+    [(None, TypeError), ("ab", TypeError), (torch.ones(2, dtype=torch.complex64), ValueError)],
+)
+def test_char_tokenizer_decode_names_bad_ids(ids, error):
+    with pytest.raises(error, match="ids must"):
+        lm.CharTokenizer("abcab").decode(ids)
+
+
+@pytest.mark.parametrize("heads", [None, "x", ["x"], [(0,)], [(0, 5)], [(0.0, 1)]])
+def test_ablation_table_names_bad_heads(heads):
+    model = induction.AttentionOnlyTransformer(vocab=16, num_hiddens=8, num_heads=2, num_layers=2)
+    batch = induction.make_repeat_batch(2, length=12, segment=4, vocab=16, max_gap=2)
+    with pytest.raises((TypeError, ValueError), match="heads must"):
+        induction.ablation_table(model, batch, heads)
