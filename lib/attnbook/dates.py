@@ -94,10 +94,18 @@ def parse_numeric_year(two_digits: int) -> int:
     return 1900 + two_digits if two_digits >= 50 else 2000 + two_digits
 
 
+def _items(name: str, value: object) -> list:
+    """A list or tuple as a list (a str or None is not a list of dates, formats or symbols)."""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a list, got {_validate._describe(value)}")
+    return list(value)
+
+
 class Vocab:
     """Symbols <-> indices. ``symbols[0]`` is the padding or start symbol."""
 
     def __init__(self, symbols: list[str]) -> None:
+        symbols = _items("symbols", symbols)
         if len(set(symbols)) != len(symbols):
             raise ValueError(f"symbols must be distinct, got {symbols!r}")
         self.symbols = list(symbols)
@@ -182,7 +190,7 @@ class Seq2SeqBatch:
 
 def encode_dates(dates, formats) -> Seq2SeqBatch:
     """A batch of ``dates`` written in ``formats`` (one format per date), padded."""
-    dates, formats = list(dates), list(formats)
+    dates, formats = _items("dates", dates), _items("formats", formats)
     if len(dates) != len(formats) or not dates:
         raise ValueError(
             f"dates and formats must be non-empty and equally long, got {len(dates)} and "

@@ -251,6 +251,8 @@ def neighbour_swap(grid: int) -> torch.Tensor:
     """
     if isinstance(grid, bool) or not isinstance(grid, int) or grid < 1:
         raise ValueError(f"grid must be a positive int, got {grid!r}")
+    if grid >= 2**31:  # grid * grid positions would overflow inside torch
+        raise ValueError(f"grid must be below 2**31, got {grid!r}")
     cols = torch.arange(grid)
     partner = torch.where(cols % 2 == 0, cols + 1, cols - 1)
     partner = torch.where(partner < grid, partner, cols)  # an odd last column stays

@@ -297,3 +297,21 @@ def test_ablation_table_names_bad_heads(heads):
     batch = induction.make_repeat_batch(2, length=12, segment=4, vocab=16, max_gap=2)
     with pytest.raises((TypeError, ValueError), match="heads must"):
         induction.ablation_table(model, batch, heads)
+
+
+@pytest.mark.parametrize(("dates_", "formats"), [(None, ["long"]), ("x", ["long"]), ([], None)])
+def test_encode_dates_names_a_list_that_is_not_one(dates_, formats):
+    import datetime
+
+    from attnbook import dates
+
+    dates_ = [datetime.date(2001, 2, 3)] if dates_ == [] else dates_
+    with pytest.raises(TypeError, match="dates must be a list" if formats else "formats must"):
+        dates.encode_dates(dates_, formats)
+    with pytest.raises(TypeError, match="symbols must be a list"):
+        dates.Vocab(None)
+
+
+def test_neighbour_swap_refuses_a_grid_torch_cannot_hold():
+    with pytest.raises(ValueError, match=r"grid must be below 2\*\*31"):
+        vit_study.neighbour_swap(10**30)
