@@ -80,6 +80,9 @@ class AdditiveCrossAttention(nn.Module):
 
     def keys(self, states: torch.Tensor) -> torch.Tensor:
         """(b, n, d_h) -> (b, n, A): the part of the score that does not depend on the query."""
+        states = _validate.model_input(
+            "states", states, ndim=3, dtype=self.W_h.weight.dtype, width=self.W_h.in_features
+        )
         return self.W_h(states)
 
     def forward(self, query, projected, states, lens):
@@ -173,8 +176,9 @@ class GRUSeq2Seq(nn.Module):
         self.attention_weights: torch.Tensor | None = None
 
     def _start(self, source, source_lens):
-        states, final = self.encoder(source, source_lens)  # (b, n, 2H), (b, 2H)
-        lens = source_lens.to(device=source.device, dtype=torch.long)
+        source, lens = _check_source(source, source_lens)  # lens: a list of lengths, too
+        states, final = self.encoder(source, lens)  # (b, n, 2H), (b, 2H)
+        lens = lens.to(device=source.device, dtype=torch.long)
         projected = self.attention.keys(states) if self.use_attention else None
         if self.bridge is None:
             s = final.new_zeros(final.shape[0], self.dec_hiddens)  # (b, S)
@@ -235,7 +239,7 @@ class GRUSeq2Seq(nn.Module):
 
         ``initial_state`` (b, dec_hiddens), if given, replaces the s_{-1} made from
         this source (an intervention: the rest of the decoding still reads
-        this source's encoder states).
+        this source's encoder states); another floating dtype is converted to the model's.
         """
         length = _validate.positive_int("length", length)
         states, final, projected, lens, s = self._start(source, source_lens)

@@ -82,7 +82,14 @@ def positive_int(name: str, value: object) -> int:
         raise TypeError(f"{name} must be an integer, got {_describe(value)}")
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value!r}")
+    _below_int64(name, value)
     return int(value)
+
+
+def _below_int64(name: str, value: numbers.Integral) -> None:
+    """Refuse a count or size that torch cannot even hold (it would overflow inside torch)."""
+    if value >= 2**63:
+        raise ValueError(f"{name} must be below 2**63, got {value!r}")
 
 
 def seed_int(name: str, value: object, *, negative: bool = False) -> int:
@@ -103,7 +110,31 @@ def generator(name: str, value: object) -> torch.Generator:
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer seed or a torch.Generator, got {value!r}")
-    return torch.Generator().manual_seed(int(value))
+    return torch.Generator().manual_seed(seed_int(name, value, negative=True))
+
+
+def torch_generator(name: str, value: object, *, optional: bool = False) -> torch.Generator | None:
+    """Check a ``torch.Generator`` (or None, with ``optional``: the global generator)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, torch.Generator):
+        wanted = "a torch.Generator or None" if optional else "a torch.Generator"
+        raise TypeError(f"{name} must be {wanted}, got {_describe(value)}")
+    return value
+
+
+def device(name: str, value: object) -> torch.device | None:
+    """Check a device (None, a name such as "cpu", or a torch.device) that this machine has."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, torch.device)):
+        raise TypeError(f"{name} must be None, a device name or a torch.device, got {value!r}")
+    try:
+        value = torch.device(value)
+        torch.empty(0, device=value)  # a device this machine does not have fails here
+    except (RuntimeError, AssertionError) as err:  # AssertionError: torch built without CUDA
+        raise ValueError(f"{name} must be a device of this machine, got {value!r}: {err}") from err
+    return value
 
 
 def heads_divide(num_hiddens: int, num_heads: int) -> None:
@@ -184,6 +215,7 @@ def nonnegative_int(name: str, value: object) -> int:
         raise TypeError(f"{name} must be an integer, got {_describe(value)}")
     if value < 0:
         raise ValueError(f"{name} must be >= 0, got {value!r}")
+    _below_int64(name, value)
     return int(value)
 
 

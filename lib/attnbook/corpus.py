@@ -107,8 +107,16 @@ class CharTokenizer:
 
     def decode(self, ids) -> str:
         """The text of a 1-D sequence of ids (a tensor or a list of ints)."""
-        ids = torch.as_tensor(ids)
-        if ids.dim() != 1 or ids.is_floating_point() or ids.dtype == torch.bool:
+        if not isinstance(ids, (torch.Tensor, list, tuple)):
+            raise TypeError(
+                f"ids must be a tensor or a list of ids, got {_validate._describe(ids)}"
+            )
+        try:
+            ids = torch.as_tensor(ids)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise TypeError(f"ids must be a list of integer ids, got {ids!r}") from err
+        bad_dtype = ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool
+        if ids.dim() != 1 or bad_dtype:
             raise ValueError(
                 f"ids must be a 1-D sequence of integer ids, got {_validate._describe(ids)}"
             )

@@ -94,10 +94,18 @@ def parse_numeric_year(two_digits: int) -> int:
     return 1900 + two_digits if two_digits >= 50 else 2000 + two_digits
 
 
+def _items(name: str, value: object) -> list:
+    """A list or tuple as a list (a str or None is not a list of dates, formats or symbols)."""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a list, got {_validate._describe(value)}")
+    return list(value)
+
+
 class Vocab:
     """Symbols <-> indices. ``symbols[0]`` is the padding or start symbol."""
 
     def __init__(self, symbols: list[str]) -> None:
+        symbols = _items("symbols", symbols)
         if len(set(symbols)) != len(symbols):
             raise ValueError(f"symbols must be distinct, got {symbols!r}")
         self.symbols = list(symbols)
@@ -108,6 +116,8 @@ class Vocab:
 
     def encode(self, text) -> list[int]:
         """Indices of the characters (or tokens) of ``text``."""
+        if not isinstance(text, (str, list, tuple)):
+            raise TypeError(f"text must be a str or a list of symbols, got {text!r}")
         try:
             return [self.index[c] for c in text]
         except KeyError as err:
@@ -116,9 +126,16 @@ class Vocab:
             ) from None
 
     def decode(self, indices) -> str:
-        """The characters of ``indices`` joined (index 0 is skipped)."""
+        """The characters of ``indices`` (a 1-D tensor or list of ids) joined (index 0 is skipped)."""
         if isinstance(indices, torch.Tensor):
-            indices = indices.tolist()
+            indices = _validate.ids("indices", indices, upper=len(self.symbols), ndim=1).tolist()
+        elif not isinstance(indices, (list, tuple)):
+            raise TypeError(f"indices must be a 1-D tensor or a list of ids, got {indices!r}")
+        for i in indices:
+            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+                raise TypeError(f"indices must hold integer ids, got {i!r}")
+            if not 0 <= i < len(self.symbols):
+                raise ValueError(f"indices must hold ids in [0, {len(self.symbols) - 1}], got {i}")
         return "".join(self.symbols[i] for i in indices if i != 0)
 
     def __repr__(self) -> str:
@@ -173,7 +190,7 @@ class Seq2SeqBatch:
 
 def encode_dates(dates, formats) -> Seq2SeqBatch:
     """A batch of ``dates`` written in ``formats`` (one format per date), padded."""
-    dates, formats = list(dates), list(formats)
+    dates, formats = _items("dates", dates), _items("formats", formats)
     if len(dates) != len(formats) or not dates:
         raise ValueError(
             f"dates and formats must be non-empty and equally long, got {len(dates)} and "
@@ -246,8 +263,7 @@ class DateTask:
     def train_batch(self, batch_size: int, generator: torch.Generator) -> Seq2SeqBatch:
         """``batch_size`` training dates drawn at random, each in a random format."""
         batch_size = _validate.positive_int("batch_size", batch_size)
-        if not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator, got {generator!r}")
+        _validate.torch_generator("generator", generator)
         picks = torch.randint(len(self.train_dates), (batch_size,), generator=generator)
         kinds = torch.randint(len(FORMATS), (batch_size,), generator=generator)
         return encode_dates(
@@ -280,8 +296,7 @@ def reversal_batch(
     batch_size = _validate.positive_int("batch_size", batch_size)
     length = _validate.positive_int("length", length)
     symbols = _validate.positive_int("symbols", symbols)
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {generator!r}")
+    _validate.torch_generator("generator", generator)
     source = torch.randint(1, symbols + 1, (batch_size, length), generator=generator)
     lens = torch.full((batch_size,), length)
     return Seq2SeqBatch(source, lens, source.flip(1))

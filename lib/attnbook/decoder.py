@@ -42,6 +42,7 @@ def causal_lens(batch: int, m: int, device=None) -> torch.Tensor:
     """(batch, m) valid lengths of a causal mask: query i may see keys 0..i, so i + 1."""
     batch = _validate.positive_int("batch", batch)
     m = _validate.positive_int("m", m)
+    device = _validate.device("device", device)
     return torch.arange(1, m + 1, device=device).expand(batch, m)
 
 
@@ -323,6 +324,18 @@ class TransformerSeq2Seq(nn.Module):
             "decoder_input", decoder_input, ndim=2, upper=self.target_embedding.num_embeddings
         )
         _validate.some_positions("decoder_input", decoder_input)
+        if decoder_input.shape[0] == 0:
+            raise ValueError("decoder_input must hold at least one sequence, got an empty batch")
+        width = self.source_embedding.embedding_dim
+        dtype = self.output.weight.dtype
+        memory = _validate.model_input("memory", memory, ndim=3, dtype=dtype, width=width)
+        _validate.sequence_lengths(
+            "source_lens",
+            source_lens,
+            batch=memory.shape[0],
+            upper=memory.shape[1],
+            device=memory.device,
+        )
         if decoder_input.shape[0] != memory.shape[0]:
             raise ValueError(
                 f"decoder_input must have {memory.shape[0]} rows like source, "

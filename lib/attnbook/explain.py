@@ -29,7 +29,7 @@ by name.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
@@ -89,9 +89,9 @@ def cls_attention(weights: torch.Tensor) -> torch.Tensor:
     is refused by name, as is a NaN in ``weights``.
     """
     _validate.tensor("weights", weights, ndim=4, floating=True)
-    if weights.shape[-1] < 2 or weights.shape[-2] != weights.shape[-1]:
+    if weights.shape[-1] < 2 or weights.shape[-2] != weights.shape[-1] or weights.shape[1] == 0:
         raise ValueError(
-            "weights must be (batch, heads, n, n) with n >= 2 ([CLS] and at least one patch), "
+            "weights must be (batch, heads, n, n) with a head and n >= 2 ([CLS] and a patch), "
             f"got shape {tuple(weights.shape)}"
         )
     _validate.no_nan("weights", weights)
@@ -382,6 +382,40 @@ def explanation_scores(
     }
 
 
+def _check_scores(scores: object) -> dict[str, torch.Tensor]:
+    """:func:`explanation_scores`' result: a (images, patches >= 2) tensor per scoring."""
+    if not isinstance(scores, Mapping):
+        raise TypeError(
+            f"scores must be a dict as explanation_scores returns, got {_validate._describe(scores)}"
+        )
+    missing = [k for k in ("occlusion", *METHODS) if k not in scores]
+    if missing:
+        raise ValueError(f"scores must hold 'occlusion' and each of {METHODS}, missing {missing}")
+    out = {
+        k: _validate.as_float_tensor(f"scores[{k!r}]", scores[k], ndim=2)
+        for k in ("occlusion", *METHODS)
+    }
+    shape = out["occlusion"].shape
+    for k in ("occlusion", *METHODS):
+        if out[k].shape != shape or shape[1] < 2:
+            raise ValueError(
+                f"scores[{k!r}] must be (images, patches) with patches >= 2 and the shape of "
+                f"scores['occlusion'] {tuple(shape)}, got shape {tuple(out[k].shape)}"
+            )
+    return out
+
+
+def _mean_defined(rho: torch.Tensor, what: str) -> float:
+    """The mean of the defined (not NaN) correlations; refused when no image has one."""
+    defined = rho[~rho.isnan()]
+    if defined.numel() == 0:
+        raise ValueError(
+            f"scores: the {what!r} correlation with occlusion is undefined on every image "
+            f"(a constant scoring has no rank correlation), over {rho.numel()} images"
+        )
+    return float(defined.mean())
+
+
 def agreement(scores: dict[str, torch.Tensor]) -> dict[str, float]:
     """What the chapter measures of :func:`explanation_scores`' result.
 
@@ -392,16 +426,20 @@ def agreement(scores: dict[str, torch.Tensor]) -> dict[str, float]:
     images whose top patch is occlusion's top patch (``"method, top match"``;
     chance is 1 / patches). ``"peak"``: the mean over images of the largest
     raw attention weight on a patch (1 / patches if uniform).
+
+    ``scores`` must hold a (images, patches) tensor, patches >= 2, for
+    occlusion and each method. A mean over no image (every image left out, as
+    when occlusion's scores are constant) is refused by name, not returned as NaN.
     """
+    scores = _check_scores(scores)
     truth = scores["occlusion"]
     out = {}
     for method in METHODS:
-        rho = spearman(scores[method], truth)
-        out[method] = float(rho[~rho.isnan()].mean())
+        out[method] = _mean_defined(spearman(scores[method], truth), method)
     for method in METHODS:
         if method != "ink":
             rho = partial_spearman(scores[method], truth, scores["ink"])
-            out[f"{method}, given ink"] = float(rho[~rho.isnan()].mean())
+            out[f"{method}, given ink"] = _mean_defined(rho, f"{method}, given ink")
     for method in METHODS:
         match = scores[method].argmax(-1) == truth.argmax(-1)
         out[f"{method}, top match"] = float(match.double().mean())

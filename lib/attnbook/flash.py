@@ -134,9 +134,12 @@ def _check_qkv(queries: object, keys: object, values: object) -> tuple[int, int,
         raise ValueError(
             f"keys must have as many features as queries ({d}), got shape {tuple(keys.shape)}"
         )
+    if d == 0:  # the scale 1/sqrt(d) is undefined: NaN or a division by zero
+        raise ValueError("queries and keys must have at least one feature, got d = 0")
     if values.shape[1] != keys.shape[1]:
         raise ValueError(
-            f"values must have one row per key ({keys.shape[1]}), got shape {tuple(values.shape)}"
+            f"values must have one row per key: keys of shape {tuple(keys.shape)}, "
+            f"values of shape {tuple(values.shape)}"
         )
     return b, m, keys.shape[1], d, values.shape[2]
 
@@ -384,7 +387,8 @@ def naive_attention(
     """Scaled dot-product attention that builds the whole (batch, queries, keys) matrix.
 
     The reference for :func:`tiled_attention` (same arguments, same masks, a
-    row with no visible key gives zeros), written the direct way: scores,
+    row with no visible key gives zeros, as do all rows when there are no keys;
+    queries and keys without features, d = 0, are refused), written the direct way: scores,
     ``masking.masked_softmax``, then the weighted sum of the values.
     """
     b, m, n, d, _ = _check_qkv(queries, keys, values)

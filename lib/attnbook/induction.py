@@ -21,7 +21,7 @@ measures what the model loses without a head.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -94,6 +94,7 @@ class InductionLog:
 
     def first_step_above(self, accuracy: float) -> int | None:
         """The first recorded step whose copy accuracy exceeds ``accuracy`` (None if never)."""
+        accuracy = _validate.finite_number("accuracy", accuracy)
         for step, value in zip(self.steps, self.accuracies):
             if value > accuracy:
                 return step
@@ -202,7 +203,21 @@ def ablation_table(
     """
     if not isinstance(model, AttentionOnlyTransformer):
         raise TypeError(f"model must be an AttentionOnlyTransformer, got {type(model).__name__}")
-    pairs = list(heads) or [(i, j) for i in range(model.num_layers) for j in range(model.num_heads)]
+    if isinstance(heads, (str, bytes)) or not isinstance(heads, Iterable):
+        raise TypeError(f"heads must be a list of (layer, head) pairs, got {heads!r}")
+    heads = list(heads)
+    for pair in heads:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise TypeError(f"heads must hold (layer, head) pairs, got {pair!r}")
+        for value, upper in zip(pair, (model.num_layers, model.num_heads)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"heads must hold integer (layer, head) pairs, got {pair!r}")
+            if not 0 <= value < upper:
+                raise ValueError(
+                    f"heads must hold pairs in [0, {model.num_layers - 1}] x "
+                    f"[0, {model.num_heads - 1}], got {pair!r}"
+                )
+    pairs = heads or [(i, j) for i in range(model.num_layers) for j in range(model.num_heads)]
     table: dict[tuple[int, int] | None, float] = {None: copy_accuracy(model, batch)}
     for pair in pairs:
         table[pair] = copy_accuracy(model, batch, ablate=[pair])

@@ -77,6 +77,10 @@ def previous_token_score(weights: torch.Tensor) -> torch.Tensor:
         previous-token head; 1/(i + 1) at query i for uniform causal attention.
     """
     weights = _weights("weights", weights)
+    if weights.shape[0] == 0:  # a mean over no sequence is no score (it would be NaN)
+        raise ValueError(
+            f"weights must hold at least one sequence, got shape {tuple(weights.shape)}"
+        )
     diagonal = weights.diagonal(offset=-1, dim1=-2, dim2=-1)  # (batch, heads, n - 1)
     return diagonal.mean(dim=(0, 2))
 
@@ -94,7 +98,7 @@ def induction_targets(
     segment = _validate.positive_int("segment", segment)
     for name, value in (("first", first), ("second", second)):
         _validate.tensor(name, value, ndim=1)
-        if value.is_floating_point() or value.dtype == torch.bool:
+        if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
             raise TypeError(f"{name} must hold integer positions, got dtype {value.dtype}")
     if first.shape != second.shape:
         raise ValueError(
@@ -220,11 +224,9 @@ def head_output(
     """
     h = _head(model, layer, head)
     attn = model.layers[layer]
-    vectors = _validate.tensor("vectors", vectors, ndim=2, floating=True)
-    if vectors.shape[1] != model.num_hiddens:
-        raise ValueError(
-            f"vectors must have {model.num_hiddens} features, got shape {tuple(vectors.shape)}"
-        )
+    vectors = _validate.model_input(
+        "vectors", vectors, ndim=2, dtype=_validate.param_dtype(model), width=model.num_hiddens
+    )
     with torch.no_grad():
         return vectors @ attn.W_v.weight[h].T @ attn.W_o.weight[:, h].T  # (m, D)
 

@@ -26,6 +26,7 @@ __all__ = [
 def causal_mask(n: int, device: torch.device | None = None) -> torch.Tensor:
     """(n, n) boolean mask, True where query i may see key j (j <= i)."""
     n = _validate.positive_int("n", n)
+    device = _validate.device("device", device)
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
@@ -67,6 +68,13 @@ class CausalAttentionLayer(nn.Module):
             "x", x, ndim=3, dtype=self.W_q.weight.dtype, width=self.num_hiddens,
             width_name="num_hiddens",
         )  # fmt: skip
+        if keep is not None:
+            keep = _validate.as_float_tensor("keep", keep, ndim=1)
+            if keep.shape[0] != self.num_heads or not bool(torch.isfinite(keep).all()):
+                raise ValueError(
+                    f"keep must hold one finite factor per head ({self.num_heads}), got "
+                    f"{_validate._describe(keep)}"
+                )
         b, n, _ = x.shape
         q, k, v = self._split(self.W_q(x)), self._split(self.W_k(x)), self._split(self.W_v(x))
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_size)  # (b, heads, n, n)

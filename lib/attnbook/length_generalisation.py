@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 
@@ -307,6 +308,12 @@ def task_accuracy(model: PositionModel, batch: TaskBatch) -> float:
         raise TypeError(f"batch must be a TaskBatch, got {type(batch).__name__}")
     max_len = model.max_len if model.scheme == "learned" else None
     _validate.tokens_fit("batch.tokens", batch.tokens, vocab=model.vocab, max_len=max_len)
+    if batch.tokens.shape[0] == 0 or not bool(batch.scored.any()):
+        raise ValueError(
+            f"batch must score at least one position of one sequence (an accuracy over nothing "
+            f"is undefined), got tokens of shape {tuple(batch.tokens.shape)} and "
+            f"{int(batch.scored.sum())} scored positions"
+        )
     batch = _validate.batch_to(batch, _validate.device_of(model))
     with torch.no_grad():
         logits = model(batch.tokens)  # (batch, n, vocab)
@@ -326,6 +333,10 @@ def evaluate(
     _check_model(model)
     size = _validate.positive_int("size", size)
     make = TASKS[_task(task)]
+    seed = _validate.seed_int("seed", seed, negative=True)
+    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
+        raise TypeError(f"lengths must be a sequence of integers, got {lengths!r}")
+    lengths = [_validate.positive_int(f"lengths[{i}]", n) for i, n in enumerate(lengths)]
     return {
         int(n): task_accuracy(model, make(size, n, vocab=model.vocab, seed=seed + n, **options))
         for n in lengths
@@ -352,6 +363,7 @@ def accuracy_by_position(
     make = TASKS[_task(task)]
     length = _validate.positive_int("length", length)
     size = _validate.positive_int("size", size)
+    seed = _validate.seed_int("seed", seed, negative=True)
     if isinstance(edges, (str, bytes)) or not hasattr(edges, "__iter__"):
         raise TypeError(f"edges must be a sequence of integers, got {edges!r}")
     edges = tuple(edges)
@@ -387,6 +399,7 @@ def copy_head_score(model: PositionModel, length: int, size: int = 64, seed: int
     _check_model(model)
     length = _validate.positive_int("length", length)
     size = _validate.positive_int("size", size)
+    seed = _validate.seed_int("seed", seed, negative=True)
     batch = make_copy_batch(size, length, vocab=model.vocab, seed=seed + length)
     with torch.no_grad():
         model(batch.tokens.to(_validate.device_of(model)))
@@ -485,8 +498,12 @@ def sweep_ranges(records: list[dict], field: str = "accuracy") -> dict[str, dict
     """{scheme: {length: (lowest, highest)}} of ``field`` over the records' seeds."""
     if not isinstance(field, str):
         raise TypeError(f"field must be a str, got {field!r}")
+    if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
+        raise TypeError(f"records must be a list of records (dicts), got {records!r}")
     out: dict[str, dict[str, tuple]] = {}
-    for record in records:
+    for i, record in enumerate(records):
+        if not isinstance(record, Mapping) or "scheme" not in record:
+            raise TypeError(f"records[{i}] must be a record (a dict with a scheme), got {record!r}")
         if field not in record:
             raise ValueError(f"field must name an entry of every record, got {field!r}")
         for n, value in record[field].items():

@@ -118,6 +118,8 @@ def linear_attention(
     """
     b, m, n, d, d_v = _check_qkv(queries, keys, values)
     causal = _flag("causal", causal)
+    if n == 0:  # phi(q)^T z would be 0 / 0: linear attention has no empty-row convention
+        raise ValueError(f"keys must hold at least one key, got shape {tuple(keys.shape)}")
     phi_q = elu_feature_map(queries)  # (b, m, d)
     phi_k = elu_feature_map(keys)  # (b, n, d)
     if not causal:

@@ -28,7 +28,8 @@ from __future__ import annotations
 import io
 import math
 import numbers
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -339,7 +340,29 @@ def save_checkpoint(
 ) -> None:
     """Save ``model`` as a float16 state dict, with its config, its losses on the
     training and the held-out parts of the corpus, its training losses and the
-    samples it wrote while training."""
+    samples it wrote while training.
+
+    ``path`` is a file name (str or path) or a binary file object; ``losses``
+    a list of finite numbers; ``samples`` maps training steps (integers >= 0)
+    to text.
+    """
+    _validate.module("model", model, TinyLM)
+    if not isinstance(path, (str, os.PathLike)) and not hasattr(path, "write"):
+        raise TypeError(
+            f"path must be a file name or a binary file, got {_validate._describe(path)}"
+        )
+    if isinstance(losses, (str, bytes)) or not isinstance(losses, Sequence):
+        raise TypeError(f"losses must be a list of numbers, got {_validate._describe(losses)}")
+    for i, loss in enumerate(losses):
+        _validate.finite_number(f"losses[{i}]", loss)
+    if not isinstance(samples, Mapping):
+        raise TypeError(
+            f"samples must be a dict of step -> text, got {_validate._describe(samples)}"
+        )
+    for step, text in samples.items():
+        _validate.nonnegative_int(f"samples key {step!r}", step)
+        if not isinstance(text, str):
+            raise TypeError(f"samples[{step!r}] must be a str, got {_validate._describe(text)}")
     state = {k: v.detach().to(torch.float16) for k, v in model.state_dict().items()}
     saved = {
         "config": model.config(),

@@ -69,6 +69,11 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, X: torch.Tensor) -> torch.Tensor:
         """(batch, items, num_hiddens) -> (batch * num_heads, items, num_hiddens / num_heads)."""
+        _validate.tensor("X", X, ndim=3)
+        if X.shape[-1] != self.num_hiddens:
+            raise ValueError(
+                f"X must have num_hiddens={self.num_hiddens} features, got shape {tuple(X.shape)}"
+            )
         b, n, d = X.shape
         p = d // self.num_heads  # named, not -1: an empty batch has no size to infer
         X = X.reshape(b, n, self.num_heads, p)  # (b, n, h, p)
@@ -76,6 +81,13 @@ class MultiHeadAttention(nn.Module):
 
     def merge_heads(self, X: torch.Tensor) -> torch.Tensor:
         """(batch * num_heads, items, p) -> (batch, items, num_heads * p): undoes ``split_heads``."""
+        _validate.tensor("X", X, ndim=3)
+        p = self.num_hiddens // self.num_heads
+        if X.shape[0] % self.num_heads or X.shape[-1] != p:
+            raise ValueError(
+                f"X must be (batch * num_heads, items, {p}) with num_heads={self.num_heads}, "
+                f"got shape {tuple(X.shape)}"
+            )
         bh, n, p = X.shape
         X = X.reshape(bh // self.num_heads, self.num_heads, n, p)  # (b, h, n, p)
         return X.transpose(1, 2).reshape(bh // self.num_heads, n, self.num_heads * p)

@@ -17,7 +17,7 @@ from matplotlib import colormaps
 from matplotlib import figure as _mpl_figure
 from matplotlib.axes import Axes
 from matplotlib.cm import ScalarMappable
-from matplotlib.colors import Normalize
+from matplotlib.colors import Colormap, Normalize
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
@@ -56,6 +56,28 @@ def _to_numpy(name: str, value: object, ndim: int) -> np.ndarray:
     if array.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} axes, got shape {array.shape}")
     return array
+
+
+def _colormap(cmap: object) -> Colormap:
+    """A colour map given by name (or a ``Colormap``); an unknown name is refused by name."""
+    if isinstance(cmap, Colormap):
+        return cmap
+    if not isinstance(cmap, str):
+        raise TypeError(f"cmap must be a matplotlib colour map name, got {cmap!r}")
+    try:
+        return colormaps[cmap]
+    except KeyError:
+        raise ValueError(
+            f"cmap must be a matplotlib colour map name (such as 'Reds' or 'viridis'), got {cmap!r}"
+        ) from None
+
+
+def _numbers(name: str, value: object, count: int) -> tuple[float, ...]:
+    """``count`` finite numbers (a tuple or list), such as a figure size or an extent."""
+    sized = isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes))
+    if not sized or len(value) != count:
+        raise TypeError(f"{name} must be a sequence of {count} numbers, got {value!r}")
+    return tuple(_validate.finite_number(f"{name}[{i}]", v) for i, v in enumerate(value))
 
 
 def _colour_range(array: np.ndarray, vmin: object, vmax: object) -> tuple[float, float]:
@@ -144,15 +166,19 @@ def show_heatmaps(
     if values.size == 0:
         raise ValueError(f"matrices must not be empty, got shape {values.shape}")
     grid_rows, grid_cols = values.shape[:2]
+    if titles is not None and (isinstance(titles, str) or not isinstance(titles, Sequence)):
+        raise TypeError(f"titles must be a list of one title per panel column, got {titles!r}")
     if titles is not None and len(titles) != grid_cols:
         raise ValueError(
             f"titles must have one entry per panel column ({grid_cols}), got {len(titles)}"
         )
+    width, height = _numbers("figsize", figsize, 2)
+    if width <= 0 or height <= 0:
+        raise ValueError(f"figsize must hold two sizes > 0 (inches), got {figsize!r}")
     hidden = _masked_cells(mask, values.shape)
     low, high = _colour_range(values, vmin, vmax)
-    scale = ScalarMappable(Normalize(low, high), colormaps[cmap].with_extremes(bad="white"))
+    scale = ScalarMappable(Normalize(low, high), _colormap(cmap).with_extremes(bad="white"))
 
-    width, height = figsize
     fig = Figure(figsize=(width * grid_cols + 0.8, height * grid_rows), layout="constrained")
     layout = fig.add_gridspec(grid_rows, grid_cols)
     panels: list[Axes] = []
@@ -207,6 +233,8 @@ def heatmap(
 ) -> Figure:
     """Draw one (queries, keys) weight matrix; returns the Figure drawn on."""
     array = _to_numpy("matrix", matrix, 2)
+    cmap = _colormap(cmap)
+    extent = None if extent is None else _numbers("extent", extent, 4)
     if ax is None:
         ax = Figure(figsize=(4, 3.2), layout="constrained").subplots()
     image = ax.imshow(
@@ -314,6 +342,7 @@ def position_similarity_grid(
         )
     # Tile (r, c) holds map similarity[r, c]: rows of the mosaic run over (r, r2).
     mosaic = values.transpose(0, 2, 1, 3).reshape(g * g, g * g)
+    cmap = _colormap(cmap)
     if ax is None:
         ax = Figure(figsize=(4.2, 3.6), layout="constrained").subplots()
     image = ax.imshow(mosaic, cmap=cmap, vmin=-1, vmax=1, interpolation="nearest")

@@ -183,9 +183,11 @@ def loo_cv_error(
 
 
 def leave_one_out(x: torch.Tensor) -> torch.Tensor:
-    """Row i holds every entry of x except x[i]: (n,) -> (n, n - 1)."""
+    """Row i holds every entry of x except x[i]: (n,) -> (n, n - 1), n >= 1 (n = 1 gives (1, 0))."""
     x = _validate.tensor("x", x, ndim=1)
     n = x.shape[0]
+    if n == 0:
+        raise ValueError("x must hold at least one entry, got shape (0,)")
     keep = ~torch.eye(n, dtype=torch.bool, device=x.device)  # (n, n)
     return x.unsqueeze(0).expand(n, n)[keep].reshape(n, n - 1)
 

@@ -66,6 +66,17 @@ def _positions(positions: object, n: int | None = None) -> torch.Tensor:
     return positions
 
 
+def _position(name: str, value: object, device: torch.device) -> torch.Tensor:
+    """One position >= 0 (an integer, or a real number for interpolation) as a (1,) tensor."""
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_complex():
+        value = value.item()
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = _validate.nonnegative_int(name, value)  # below 2**63 too
+    elif _validate.finite_number(name, value) < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return torch.tensor([value], device=device)
+
+
 def _angle_dtype(dtype: object) -> torch.dtype:
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"angle_dtype must be a floating-point torch.dtype, got {dtype!r}")
@@ -171,6 +182,6 @@ def rope_score(
         raise ValueError(
             f"q and k must have the same shape, got {tuple(q.shape)} and {tuple(k.shape)}"
         )
-    qm = apply_rope(q[None], torch.tensor([m], device=q.device), base)[0]
-    kn = apply_rope(k[None], torch.tensor([n], device=k.device), base)[0]
+    qm = apply_rope(q[None], _position("m", m, q.device), base)[0]
+    kn = apply_rope(k[None], _position("n", n, k.device), base)[0]
     return qm @ kn

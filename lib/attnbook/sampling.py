@@ -62,11 +62,21 @@ def check_top_p(top_p: object) -> float | None:
     return top_p
 
 
+def _logits(logits: object) -> torch.Tensor:
+    """logits: a floating tensor (..., vocab) with at least the vocabulary axis."""
+    logits = _validate.tensor("logits", logits, floating=True)
+    if logits.dim() == 0:
+        raise ValueError("logits must have a vocabulary axis (..., vocab), got a 0-d tensor")
+    return logits
+
+
 def top_k_filter(logits: torch.Tensor, top_k: int) -> torch.Tensor:
     """Logits (..., vocab) with every token outside each row's ``top_k`` largest set
     to -inf (ties with the k-th largest are kept) -> (..., vocab)."""
-    _validate.tensor("logits", logits, floating=True)
+    _logits(logits)
     top_k = check_top_k(top_k)
+    if top_k is None:
+        raise TypeError("top_k must be an integer >= 1, got None (next_token_probs takes None)")
     if top_k >= logits.shape[-1]:
         return logits.clone()
     kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest logit
@@ -84,8 +94,10 @@ def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     explorer of chapter 10 takes them), so a tie at the boundary keeps the
     lower index.
     """
-    _validate.tensor("logits", logits, floating=True)
+    _logits(logits)
     top_p = check_top_p(top_p)
+    if top_p is None:
+        raise TypeError("top_p must be a number in (0, 1], got None (next_token_probs takes None)")
     probs = torch.softmax(logits.double(), dim=-1)  # (..., vocab)
     sorted_probs, order = probs.sort(dim=-1, descending=True, stable=True)
     before = sorted_probs.cumsum(dim=-1) - sorted_probs  # (..., vocab): mass ahead of each
@@ -106,7 +118,7 @@ def next_token_probs(
     ``top_k`` most likely tokens and then the nucleus of mass ``top_p`` (None
     skips either), and renormalises with a softmax. Each row sums to 1.
     """
-    _validate.tensor("logits", logits, floating=True)
+    _logits(logits)
     temperature = _validate.real_number("temperature", temperature)
     if not math.isfinite(temperature) or temperature <= 0:
         raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
@@ -158,6 +170,7 @@ def draw(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch
     of probability 0 is never drawn.
     """
     probs = _check_probs(probs)
+    generator = _validate.torch_generator("generator", generator, optional=True)
     cdf = probs.double().cumsum(dim=-1)  # (batch, vocab)
     u = _uniforms(probs.shape[0], generator, probs.device) * cdf[:, -1:]  # (batch, 1)
     return torch.searchsorted(cdf, u).clamp_max(probs.shape[-1] - 1)
@@ -172,6 +185,7 @@ def draw_margin(probs: torch.Tensor, generator: torch.Generator | None = None) -
     probabilities picks the same token on every machine.
     """
     probs = _check_probs(probs)
+    generator = _validate.torch_generator("generator", generator, optional=True)
     cdf = probs.double().cumsum(dim=-1)  # (batch, vocab)
     u = _uniforms(probs.shape[0], generator, probs.device) * cdf[:, -1:]  # (batch, 1)
     return (cdf - u).abs().min(dim=-1).values

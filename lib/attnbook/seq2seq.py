@@ -305,9 +305,10 @@ def anti_diagonal(weights: torch.Tensor) -> float:
     """
     weights = _validate.tensor("weights", weights, ndim=3, floating=True)
     b, m, n = weights.shape
-    if m != n:
+    if m != n or weights.numel() == 0:  # a fraction of no rows is no fraction (it was NaN)
         raise ValueError(
-            f"weights must be (b, n, n) for reversal, got shape {tuple(weights.shape)}"
+            f"weights must be (b, n, n) for reversal, b and n >= 1, got shape "
+            f"{tuple(weights.shape)}"
         )
     expected = torch.arange(n - 1, -1, -1, device=weights.device)  # (n,)
     return float((weights.argmax(-1) == expected).float().mean())

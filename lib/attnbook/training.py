@@ -98,6 +98,13 @@ class RecallAttention(nn.Module):
 
     def scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """queries (b, m, d), keys (b, n, d) -> scores (b, heads, m, n)."""
+        for name, x in (("queries", queries), ("keys", keys)):
+            _validate.model_input(name, x, ndim=3, dtype=self.W_q.dtype, width=self.d)
+        if queries.shape[0] != keys.shape[0]:
+            raise ValueError(
+                f"queries and keys must have the same batch size, got shapes "
+                f"{tuple(queries.shape)} and {tuple(keys.shape)}"
+            )
         h, p = self.num_heads, self.head_size
         b, m, n = queries.shape[0], queries.shape[1], keys.shape[1]
         q = queries @ self.W_q.reshape(h * p, self.d).T  # (b, m, heads * head_size)
@@ -113,15 +120,12 @@ class RecallAttention(nn.Module):
         Keeps the (b, heads, m, n) weights in ``self.attention_weights``.
         """
         _check_qkv(queries, keys, values)  # 3-D, floating, one dtype, matching batch and items
-        for name, x, size in (("queries", queries, self.d), ("keys", keys, self.d)):
-            if x.shape[-1] != size:
-                raise ValueError(f"{name} must have {size} features, got shape {tuple(x.shape)}")
         if values.shape[-1] != self.d_v:
             raise ValueError(
                 f"values must have {self.d_v} features, got shape {tuple(values.shape)}"
             )
         b, m, _ = queries.shape
-        scores = self.scores(queries, keys)  # (b, heads, m, n)
+        scores = self.scores(queries, keys)  # (b, heads, m, n); checks their dtype and width
         weights = torch.softmax(scores, dim=-1)  # (b, heads, m, n), nothing is masked
         self.attention_weights = weights
         pooled = weights @ values.unsqueeze(1)  # (b, heads, m, d_v)

@@ -251,6 +251,8 @@ def neighbour_swap(grid: int) -> torch.Tensor:
     """
     if isinstance(grid, bool) or not isinstance(grid, int) or grid < 1:
         raise ValueError(f"grid must be a positive int, got {grid!r}")
+    if grid >= 2**31:  # grid * grid positions would overflow inside torch
+        raise ValueError(f"grid must be below 2**31, got {grid!r}")
     cols = torch.arange(grid)
     partner = torch.where(cols % 2 == 0, cols + 1, cols - 1)
     partner = torch.where(partner < grid, partner, cols)  # an odd last column stays
@@ -288,6 +290,8 @@ def run_seed(data: DigitsSplit, seed: int) -> tuple[TinyViT, dict[str, float], l
     The record holds ``"accuracy"`` (test, a fraction), ``"final loss"`` (the
     last epoch's mean training loss) and the entries of :func:`measure`.
     """
+    _validate.module("data", data, DigitsSplit)
+    _seed(seed)  # both refused before any training
     model = build_vit(seed)
     losses = train_vit(model, data.X_train, data.y_train, seed=seed, **SETTING)
     record = {"accuracy": accuracy(model, data.X_test, data.y_test), "final loss": losses[-1]}
@@ -307,6 +311,9 @@ def baselines(data: DigitsSplit, seed: int) -> dict[str, float]:
     :func:`attnbook.vit.build_cnn` and :func:`attnbook.vit.build_mlp` trained
     with :func:`attnbook.vit.train_vit` and :data:`SETTING`, exactly as the ViT.
     """
+    _validate.module("data", data, DigitsSplit)
+    if _seed(seed) >= 2**32:  # scikit-learn's random_state is 32-bit
+        raise ValueError(f"seed must be below 2**32, got {seed!r}")
     from sklearn.linear_model import LogisticRegression
     from sklearn.neural_network import MLPClassifier
 

@@ -452,3 +452,43 @@ def test_plotting_does_not_import_pyplot_state():
         heatmap(torch.rand(2, 2))
         plot_fit(make_regression_data(n_train=3))
     assert plt.get_fignums() == []
+
+
+# --- issue 53: a bad colour map, figure size, titles or extent is refused by name
+
+
+@pytest.mark.parametrize(("cmap", "error"), [("no-such-map", ValueError), (3, TypeError)])
+def test_a_bad_colour_map_is_refused_by_name(cmap, error):
+    with pytest.raises(error, match="cmap must be a matplotlib colour map name"):
+        show_heatmaps(torch.rand(1, 1, 2, 3), "k", "q", cmap=cmap)
+    with pytest.raises(error, match="cmap must be a matplotlib colour map name"):
+        heatmap(torch.rand(2, 3), cmap=cmap)
+    with pytest.raises(error, match="cmap must be a matplotlib colour map name"):
+        position_similarity_grid(torch.rand(2, 2, 2, 2), cmap=cmap)
+
+
+def test_a_colour_map_object_still_draws():
+    fig = show_heatmaps(torch.rand(1, 1, 2, 3), "k", "q", cmap=mpl.colormaps["Blues"])
+    assert fig.axes[0].images[0].get_cmap().name.startswith("Blues")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"titles": "ab"}, "titles must be a list"),
+        ({"titles": 3}, "titles must be a list"),
+        ({"figsize": 2.5}, "figsize must be a sequence of 2 numbers"),
+        ({"figsize": (2.5,)}, "figsize must be a sequence of 2 numbers"),
+        ({"figsize": (2.5, -1.0)}, "figsize must hold two sizes > 0"),
+        ({"figsize": (2.5, float("nan"))}, r"figsize\[1\] must be a finite number"),
+    ],
+)
+def test_show_heatmaps_names_a_bad_layout(kwargs, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        show_heatmaps(torch.rand(1, 2, 2, 3), "k", "q", **kwargs)
+
+
+@pytest.mark.parametrize("extent", [(0, 1, 2), "0123", (0, 1, 2, "x")])
+def test_heatmap_names_a_bad_extent(extent):
+    with pytest.raises((TypeError, ValueError), match="extent"):
+        heatmap(torch.rand(2, 3), extent=extent)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -373,7 +374,7 @@ def _cases() -> dict[str, Case]:
         },
         skip={"seed", "min_gap"},
     )
-    c["induction.causal_mask"] = Case(lambda: {"n": 3}, skip={"device"})
+    c["induction.causal_mask"] = Case(lambda: {"n": 3, "device": "cpu"})
     c["induction.CausalAttentionLayer"] = Case(lambda: {"num_hiddens": 8, "num_heads": 2})
     c["induction.AttentionOnlyTransformer"] = Case(
         lambda: {
@@ -733,7 +734,7 @@ def _cases() -> dict[str, Case]:
     )
     c["rope.rope_score"] = Case(
         lambda: {"q": _rand(4), "k": _rand(4, seed=1), "m": 2, "n": 1, "base": 10000.0},
-        skip={"m", "n"},
+        accepts={"m": {"fractional"}, "n": {"fractional"}},  # real positions interpolate
     )
     c["alibi.alibi_slopes"] = Case(lambda: {"num_heads": 4, "dtype": torch.float32})
     c["alibi.alibi_bias"] = Case(
@@ -914,7 +915,7 @@ def _cases() -> dict[str, Case]:
     c["vit_study.records_agree"] = Case(
         lambda: {"live": {"accuracy": 0.9}, "stored": {"accuracy": 0.9}}
     )
-    c["decoder.causal_lens"] = Case(lambda: {"batch": 2, "m": 3}, skip={"device"})
+    c["decoder.causal_lens"] = Case(lambda: {"batch": 2, "m": 3, "device": "cpu"})
     c["decoder.TransformerDecoderLayer"] = Case(
         lambda: {
             "num_hiddens": 8,
@@ -1085,7 +1086,9 @@ def _cases() -> dict[str, Case]:
     # --- the forward of every public module not covered above
     stream = {"typed": {"X"}, "width": {"X"}, "nonempty": {"X": (1,)}, "batch": {"X"}}
     c["induction.CausalAttentionLayer.forward"] = Case(
-        lambda: {"x": _rand(2, 3, 8)},
+        lambda: {"x": _rand(2, 3, 8), "keep": torch.tensor([1.0, 0.0])},
+        nan={"keep"},
+        accepts={"keep": {"dtype"}},  # an integer or a float64 keep is a factor too
         typed={"x"},
         width={"x"},
         nonempty={"x": (1,)},
@@ -1182,7 +1185,149 @@ def _cases() -> dict[str, Case]:
         batch={"query", "projected", "states", "lens"},
         call=_forward(lambda: seq2seq.AdditiveCrossAttention(6, 5, 4)),
     )
+    _method_cases(c)
     return c
+
+
+def _method_cases(c: dict[str, Case]) -> None:
+    """One valid call per public method (besides the forwards above) of a public class."""
+    from attnbook import dates, decoder, induction, lm, multihead, seq2seq, training, transformer
+
+    c["multihead.MultiHeadAttention.split_heads"] = Case(
+        lambda: {"X": _rand(2, 3, 8)},
+        width={"X"},
+        batch={"X"},
+        accepts={"X": {"dtype"}},  # a reshape: any dtype
+        call=(lambda: multihead.MultiHeadAttention(8, 2), "split_heads"),
+    )
+    c["multihead.MultiHeadAttention.merge_heads"] = Case(
+        lambda: {"X": _rand(4, 3, 4)},
+        width={"X"},
+        batch={"X"},
+        accepts={"X": {"dtype"}},
+        call=(lambda: multihead.MultiHeadAttention(8, 2), "merge_heads"),
+    )
+    c["training.RecallAttention.scores"] = Case(
+        lambda: {"queries": _rand(2, 3, 4), "keys": _rand(2, 5, 4, seed=1)},
+        typed={"queries", "keys"},
+        width={"queries", "keys"},
+        nonempty={"queries": (1,), "keys": (1,)},
+        batch={"queries", "keys"},
+        call=(lambda: training.RecallAttention(4, num_heads=2), "scores"),
+    )
+    c["induction.InductionLog.first_step_above"] = Case(
+        lambda: {"accuracy": 0.5},
+        call=(
+            lambda: induction.InductionLog(steps=[0, 10], accuracies=[0.1, 0.9]),
+            "first_step_above",
+        ),
+    )
+    c["transformer.TransformerBlock.from_torch"] = Case(
+        lambda: {"layer": nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)},
+        call=(lambda: transformer.TransformerBlock, "from_torch"),
+    )
+    c["decoder.TransformerDecoderLayer.from_torch"] = Case(
+        lambda: {"layer": nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True)},
+        call=(lambda: decoder.TransformerDecoderLayer, "from_torch"),
+    )
+    for module in ("lm", "corpus"):
+        c[f"{module}.CharTokenizer.encode"] = Case(
+            lambda: {"text": "abc", "errors": "strict"},
+            call=(lambda: lm.CharTokenizer("abcab"), "encode"),
+        )
+        c[f"{module}.CharTokenizer.decode"] = Case(
+            lambda: {"ids": torch.tensor([0, 1, 2])},
+            ids={"ids": 3},
+            accepts={"ids": {"wrong type"}},  # a list of ids is decoded too
+            call=(lambda: lm.CharTokenizer("abcab"), "decode"),
+        )
+    c["lm.TinyLM.check_ids"] = Case(
+        lambda: {"ids": torch.tensor([[1, 2, 3]]), "name": "ids"},
+        ids={"ids": 11},
+        batch={"ids"},
+        skip={"name"},
+        call=(_tiny_lm, "check_ids"),
+    )
+
+    def seq2seq_model():
+        return decoder.TransformerSeq2Seq(
+            10, 10, num_hiddens=8, num_heads=2, ffn_hiddens=16, max_len=12
+        )
+
+    source = {"source": torch.tensor([[1, 2, 3], [4, 5, 0]]), "source_lens": torch.tensor([3, 2])}
+    sourced = {
+        "ids": {"source": 10, "source_lens": 4},
+        "accepts": {"source_lens": {"wrong type", "float ids"}},
+        "nonempty": {"source": (1,)},
+        "batch": {"source", "source_lens"},
+    }
+    c["decoder.TransformerSeq2Seq.encode"] = Case(
+        lambda: dict(source), **sourced, call=(seq2seq_model, "encode")
+    )
+    c["decoder.TransformerSeq2Seq.greedy"] = Case(
+        lambda: {**source, "length": 2}, **sourced, call=(seq2seq_model, "greedy")
+    )
+    c["decoder.TransformerSeq2Seq.decode"] = Case(
+        lambda: {
+            "decoder_input": torch.tensor([[1, 2], [3, 4]]),
+            "memory": _rand(2, 3, 8),
+            "source_lens": torch.tensor([3, 2]),
+        },
+        ids={"decoder_input": 10, "source_lens": 4},
+        accepts={"source_lens": {"wrong type", "float ids"}},
+        typed={"memory"},
+        width={"memory"},
+        nonempty={"decoder_input": (1,), "memory": (1,)},
+        batch={"decoder_input", "memory", "source_lens"},
+        call=(seq2seq_model, "decode"),
+    )
+
+    def gru():
+        return seq2seq.GRUSeq2Seq(10, 10, embed=4, enc_hiddens=4, dec_hiddens=8, attn_hiddens=4)
+
+    c["seq2seq.GRUSeq2Seq.initial_state"] = Case(
+        lambda: dict(source), **sourced, call=(gru, "initial_state")
+    )
+    c["seq2seq.GRUSeq2Seq.greedy"] = Case(
+        lambda: {**source, "length": 2, "initial_state": _rand(2, 8)},
+        ids=sourced["ids"],
+        nonempty=sourced["nonempty"],
+        batch={"source", "source_lens", "initial_state"},
+        width={"initial_state"},
+        accepts={
+            "source_lens": {"wrong type", "float ids"},
+            "initial_state": {"float16", "float64"},  # converted to the model's dtype
+        },
+        call=(gru, "greedy"),
+    )
+    c["seq2seq.AdditiveCrossAttention.keys"] = Case(
+        lambda: {"states": _rand(2, 3, 5)},
+        typed={"states"},
+        width={"states"},
+        nonempty={"states": (1,)},
+        batch={"states"},
+        call=(lambda: seq2seq.AdditiveCrossAttention(6, 5, 4), "keys"),
+    )
+    c["seq2seq.Seq2SeqLog.exact_at"] = Case(
+        lambda: {"step": 5},
+        call=(lambda: seq2seq.Seq2SeqLog(steps=[0, 5], exact=[0.1, 0.5]), "exact_at"),
+    )
+    c["dates.Vocab.encode"] = Case(
+        lambda: {"text": "ab"}, call=(lambda: dates.Vocab(["a", "b"]), "encode")
+    )
+    c["dates.Vocab.decode"] = Case(
+        lambda: {"indices": torch.tensor([0, 1])},
+        ids={"indices": 2},
+        accepts={"indices": {"wrong type"}},  # a list of indices is decoded too
+        call=(lambda: dates.Vocab(["a", "b"]), "decode"),
+    )
+    c["dates.DateTask.train_batch"] = Case(
+        lambda: {"batch_size": 2, "generator": _g()},
+        call=(lambda: dates.DateTask(seed=0), "train_batch"),
+    )
+    c["dates.DateTask.test_batch"] = Case(
+        lambda: {"size": 2}, call=(lambda: dates.DateTask(seed=0), "test_batch")
+    )
 
 
 # Public callables that take no argument a student could spoil, or whose run
@@ -1225,6 +1370,50 @@ def _public_callables() -> list[str]:
             if callable(obj) and not _is_record(obj) and not isinstance(obj, torch.dtype):
                 names.append(f"{module}.{name}")
     return names
+
+
+def _public_methods() -> list[str]:
+    """``module.Class.method`` for each public method of a public class that takes an
+    argument (a function, classmethod or staticmethod defined in attnbook; not a
+    property or a dataclass field)."""
+    names = []
+    for module in MODULES:
+        mod = importlib.import_module(f"attnbook.{module}")
+        for cname in mod.__all__:
+            cls = getattr(mod, cname)
+            if not isinstance(cls, type) or not cls.__module__.startswith("attnbook"):
+                continue
+            seen: set[str] = set()
+            for klass in cls.__mro__:
+                if not klass.__module__.startswith("attnbook"):
+                    continue
+                for attr, raw in vars(klass).items():
+                    if attr.startswith("_") or attr in seen:
+                        continue
+                    seen.add(attr)
+                    wrapped = isinstance(raw, (classmethod, staticmethod))
+                    fn = raw.__func__ if wrapped else raw
+                    if not inspect.isfunction(fn):
+                        continue
+                    params = list(inspect.signature(fn).parameters)
+                    if not isinstance(raw, staticmethod):
+                        params = params[1:]  # self or cls
+                    if params:
+                        names.append(f"{module}.{cname}.{attr}")
+    return names
+
+
+def test_public_methods_are_found():
+    methods = _public_methods()
+    assert "multihead.MultiHeadAttention.split_heads" in methods
+    assert "transformer.TransformerBlock.from_torch" in methods  # a classmethod
+    assert "lm.TinyLM.config" not in methods  # no argument to spoil
+    assert "induction.AttentionOnlyTransformer.attention_weights" not in methods  # a property
+
+
+def test_every_public_method_has_a_case():
+    missing = [n for n in _public_methods() if n not in _CASES and n not in NO_CASE]
+    assert not missing, f"add a valid call to CASES for: {missing}"
 
 
 def test_every_public_callable_has_a_case():
@@ -1277,6 +1466,8 @@ def _spoilings(case: Case, valid: dict):
                 out.append(want("model shape", case.other[arg]()))
         elif isinstance(value, torch.dtype):
             out.append(want("wrong type", "float32"))
+        elif isinstance(value, torch.Generator):
+            out.append(want("wrong type", "generator"))
         elif isinstance(value, torch.Tensor):
             out.append(want("wrong type", value.tolist() if value.dim() else "x"))
             out.append(want("axes+", value.unsqueeze(0)))
@@ -1387,10 +1578,23 @@ def test_empty_batch_is_handled_or_refused(name):
     case = _CASES[name]
     kwargs = _empties(case, case.make())
     try:
-        _invoke(name, case, kwargs)
+        result = _invoke(name, case, kwargs)
     except (TypeError, ValueError) as err:
         assert any(a in str(err) for a in case.batch), f"{name}: unclear error {err}"
-    # any other exception propagates and fails the test
+        return
+    # any other exception propagates and fails the test; a NaN is no documented result
+    assert not _holds_nan(result), f"{name}: an empty batch gave NaN: {result!r}"
+
+
+def _holds_nan(value) -> bool:
+    """Whether a result (a tensor, a number, or a tuple, list or dict of them) holds NaN."""
+    if isinstance(value, torch.Tensor):
+        return value.is_floating_point() and bool(value.isnan().any())
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, dict):
+        value = list(value.values())
+    return isinstance(value, (tuple, list)) and any(_holds_nan(v) for v in value)
 
 
 def census() -> dict[str, int]:
