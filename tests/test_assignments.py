@@ -130,7 +130,7 @@ def test_grading_three_submissions(built, tmp_path):
     assert "the book's cases: 0 of 5 passed; fresh cases: 0 of 5 passed" in feedback
     untouched_feedback = (tmp_path / "feedback" / "untouched.txt").read_text()
     assert "Score: 0.00 of 4 points" in untouched_feedback
-    assert re.search(r"the book's cases: 0 of 13 passed", untouched_feedback)
+    assert re.search(r"the book's cases: 0 of 14 passed", untouched_feedback)
     assert "Score: 4.00 of 4 points" in (tmp_path / "feedback" / "solutions.txt").read_text()
 
 

@@ -14,6 +14,7 @@ the make target and the CPU path that ran them). Three tables come out:
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -40,12 +41,21 @@ def target_table(folder: Path) -> list[str]:
     return lines
 
 
+# `make colab` runs each reader's edition alone in a temporary folder of its own
+# (tools/colab_run.py): .../colab-XXXX/NAME/NAME.ipynb is chapter NAME's.
+ROOT = Path(__file__).resolve().parent.parent
+COLAB_COPY = re.compile(r"(?:^|/)colab-[^/]+/([^/]+)/\1\.ipynb$")
+
+
 def notebook_table(folder: Path) -> list[str]:
     runs: list[str] = []
     seconds: dict[str, dict[str, float]] = defaultdict(dict)
     for target, cpu_path, path, s in _rows(folder / "files.tsv"):
-        if not path.endswith(".ipynb"):
-            continue
+        copy = COLAB_COPY.search(path)
+        if copy and (ROOT / "book" / f"{copy.group(1)}.ipynb").is_file():
+            path = f"book/{copy.group(1)}.ipynb"
+        if not path.endswith(".ipynb") or not path.startswith(("book/", "slides/")):
+            continue  # the test machinery's own made-up notebooks
         run = target if cpu_path == "native" else f"{target} ({cpu_path})"
         if run not in runs:
             runs.append(run)
@@ -59,11 +69,10 @@ def notebook_table(folder: Path) -> list[str]:
     return lines
 
 
-def slowest_tests(folder: Path, prefix: str = "lib/tests/", count: int = 25) -> list[str]:
+def slowest_tests(folder: Path, target: str = "test-lib", count: int = 25) -> list[str]:
+    """The slowest tests that ``target`` ran (pytest names them from lib/)."""
     tests = [
-        (float(s), nodeid)
-        for _, _, nodeid, s in _rows(folder / "tests.tsv")
-        if nodeid.startswith(prefix)
+        (float(s), nodeid) for run, _, nodeid, s in _rows(folder / "tests.tsv") if run == target
     ]
     tests.sort(reverse=True)
     lines = ["| library test | s |", "| --- | ---: |"]
