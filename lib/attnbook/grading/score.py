@@ -1,0 +1,177 @@
+"""A submission's grade, computed where no student code runs.
+
+:func:`questions_from_zip` reads what to grade from the autograder zip that
+``make assignments`` builds (its ``tests/*.py``, parsed, never run): each
+checked question's points, checker, answer function, number of cases, and the
+seeds of its cases (0, the book's; the hidden seed, drawn per build). So an
+edited master rebuilt with ``otter assign`` is graded as it now stands.
+
+:func:`grade_notebook` runs the notebook in a worker (:mod:`.remote`), asks each
+checker about the worker's functions under each seed, and returns a
+:class:`Graded`: points per question (a question's points shared evenly among
+its cases, as in the autograder's tests), the feedback lines, and a status,
+``graded`` or ``error`` with the reason. An error is the grading's failure (the
+notebook's process cannot start, the submission ran past its time limit, the
+autograder does not match this attnbook): the grader reports it, never a zero.
+"""
+
+from __future__ import annotations
+
+import ast
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import remote
+
+#: Seconds per submission, all questions together.
+TIMEOUT = 120.0
+
+
+@dataclass
+class Question:
+    name: str
+    points: float
+    check: str
+    answer: str
+    cases: dict[int, int]  # seed -> how many cases of that seed the tests hold
+
+
+@dataclass
+class Graded:
+    """One submission's outcome."""
+
+    name: str
+    status: str = "graded"  # or "error"
+    reason: str = ""
+    scores: dict[str, float] = field(default_factory=dict)
+    lines: dict[str, list[str]] = field(default_factory=dict)
+    cell_errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _literal(node: ast.AST):
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return None
+
+
+def question_from_test(source: str, filename: str = "test") -> Question:
+    """The question an otter test file of ``make assignments`` grades (read, not run)."""
+    tree = ast.parse(source, filename)
+    name = points = check = answer = None
+    cases: dict[int, set[int]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id == "name":
+                name = _literal(node.value)
+            if isinstance(target, ast.Name) and target.id == "points":
+                points = _literal(node.value)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "case_verdict"):
+            continue
+        keywords = {k.arg: _literal(k.value) for k in node.keywords}
+        positional = [_literal(a) for a in node.args]
+        if len(positional) < 3 or not isinstance(positional[0], str):
+            raise ValueError(f"{filename}: a case_verdict call without checker and case")
+        if check not in (None, positional[0]) or answer not in (None, keywords.get("answer")):
+            raise ValueError(f"{filename}: tests of more than one checker or answer")
+        check, answer = positional[0], keywords.get("answer")
+        seed = keywords.get("seed", 0)
+        cases.setdefault(seed, set()).add(positional[2])
+    if not isinstance(name, str) or not isinstance(points, (int, float)) or check is None:
+        raise ValueError(f"{filename}: not a test file of make assignments (no name, points or case)")
+    if not isinstance(answer, str) or not answer.isidentifier():
+        raise ValueError(f"{filename}: the answer's name is missing")
+    for seed, found in cases.items():
+        if found != set(range(len(found))):
+            raise ValueError(f"{filename}: the cases of seed {seed} are not 0..{len(found) - 1}")
+    return Question(name, float(points), check, answer, {s: len(c) for s, c in sorted(cases.items())})
+
+
+def questions_from_zip(path: Path) -> list[Question]:
+    """The checked questions the autograder zip's tests grade."""
+    with zipfile.ZipFile(path) as archive:
+        names = sorted(n for n in archive.namelist() if n.startswith("tests/") and n.endswith(".py"))
+        return [
+            question_from_test(archive.read(n).decode("utf-8"), f"{path.name}:{n}") for n in names
+        ]
+
+
+def hidden_seeds(questions: list[Question]) -> set[int]:
+    return {s for q in questions for s in q.cases if s != 0}
+
+
+def _passed(report) -> int:
+    return sum(line.lstrip().startswith("ok") for line in report.lines)
+
+
+def grade_question(question: Question, fn, question_timeout: float | None) -> tuple[float, list[str]]:
+    """A question's points and feedback, its checker run on the proxy under each seed."""
+    from attnbook.checks import report_for
+
+    if fn is None:
+        return 0.0, [f"no function {question.answer} found: define {question.answer}(...) in its cell"]
+    reports = {}
+    for seed, count in question.cases.items():
+        report = report_for(question.check, fn, seed, timeout=question_timeout)
+        if len(report.lines) != count:
+            raise remote.GradingError(
+                f"the autograder expects {count} cases of {question.check} but this attnbook's "
+                f"checker runs {len(report.lines)}: build the assignment with this attnbook"
+            )
+        reports[seed] = report
+    passed = sum(_passed(r) for r in reports.values())
+    total = sum(question.cases.values())
+    public = reports.get(0)
+    hidden = [r for s, r in reports.items() if s != 0]
+    parts = []
+    if public is not None:
+        parts.append(f"the book's cases: {_passed(public)} of {len(public.lines)} passed")
+    if hidden:
+        parts.append(
+            f"fresh cases: {sum(_passed(r) for r in hidden)} of {sum(len(r.lines) for r in hidden)} passed"
+        )
+    lines = ["; ".join(parts)]
+    failing = next((r for r in [public, *hidden] if r is not None and not r.passed), None)
+    if failing is not None:
+        where = "the book's cases" if failing is public else "fresh cases"
+        lines.append(f"first failure ({where}):")
+        lines += ["  " + line for line in repr(failing).splitlines() if line.strip()]
+    return question.points * passed / total if total else 0.0, lines
+
+
+def grade_notebook(
+    notebook: Path,
+    questions: list[Question],
+    *,
+    name: str | None = None,
+    sandboxed: bool = True,
+    timeout: float = TIMEOUT,
+    question_timeout: float | None = None,
+) -> Graded:
+    """Grade one notebook (see the module docstring). The notebook runs in a worker;
+    this process only compares the worker's answers with the checkers' references."""
+    graded = Graded(name=name or Path(notebook).stem)
+    started = time.monotonic()
+    submission = remote.Submission(
+        Path(notebook), sandboxed=sandboxed, deadline=started + timeout
+    )
+    try:
+        submission.start()
+        graded.cell_errors = submission.cell_errors
+        for question in questions:
+            fn = submission.function(question.answer)
+            graded.scores[question.name], graded.lines[question.name] = grade_question(
+                question, fn, question_timeout
+            )
+    except remote.GradingError as err:
+        graded.status, graded.reason = "error", str(err)
+        graded.scores = {}
+    finally:
+        submission.stop()
+        graded.seconds = time.monotonic() - started
+    return graded
