@@ -422,7 +422,7 @@ def test_the_collect_command_fails_when_something_is_not_a_submission(tmp_path, 
     touch(tmp_path / "Bo Li_103_assignsubmission_file" / "answers.pdf", "pdf")
     assert lms.main(["collect", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "not graded: Bo Li_103_assignsubmission_file/answers.pdf" in out
+    assert "  Bo Li_103_assignsubmission_file/answers.pdf: not a notebook" in out
     assert (
         "Jane Smith_101: Jane Smith_101_assignsubmission_file/ms.ipynb (moodle id 101, Jane Smith)"
         in out

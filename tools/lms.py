@@ -1,7 +1,7 @@
 """Submissions as an LMS hands them out, and grades in files its importer takes as they are.
 
     python -m tools.lms collect DIR
-    python -m tools.lms canvas DIR --roster GRADEBOOK.csv [--assignment "Masked softmax (123)"]
+    python -m tools.lms canvas DIR --roster GRADEBOOK.csv [--column "Masked softmax (123)"]
                                [--written MARKS.csv] [--out FILE]
     python -m tools.lms moodle DIR --roster WORKSHEET.csv [--written MARKS.csv] [--out FILE]
     python -m tools.lms moodle-gradebook DIR --roster WORKSHEET.csv [--column NAME]
@@ -508,7 +508,7 @@ def canvas_import(
     if assignment is None:
         if len(candidates) != 1:
             raise ValueError(
-                "name the assignment's column (--assignment), one of: " + "; ".join(candidates)
+                "name the assignment's column (--column), one of: " + "; ".join(candidates)
             )
         assignment = candidates[0]
     if assignment not in header:
@@ -655,21 +655,21 @@ def main(argv: list[str]) -> int:
         command.add_argument("--written", type=Path)
         command.add_argument("--out", type=Path)
         command.add_argument("--layout", choices=LAYOUTS, default="auto")
-        if name == "canvas":
-            command.add_argument("--assignment")
-        else:
+        if name != "moodle":
+            # Canvas: the assignment's column in the export; Moodle's gradebook: any header.
+            command.add_argument("--column", default=None if name == "canvas" else "Grade")
+        if name != "canvas":
             command.add_argument("--identifier", default=MOODLE_IDENTIFIER)
         if name == "moodle":
             command.add_argument("--grade", default=MOODLE_GRADE)
         if name == "moodle-gradebook":
-            command.add_argument("--column", default="Grade")
             command.add_argument("--email", default=MOODLE_EMAIL)
     args = parser.parse_args(argv)
     try:
         found, problems = collect(args.folder, args.layout)
         print(f"{len(found)} submissions in {args.folder}")
         for line in problems:
-            print(f"  not graded: {line}")
+            print(f"  {line}")
         if args.command == "collect":
             for f in found:
                 who = f" ({f.student.lms} id {f.student.id}, {f.student.name})" if f.student else ""
@@ -680,7 +680,7 @@ def main(argv: list[str]) -> int:
         grades, notes = final_grades(results, found, marks)
         roster = read_roster(args.roster)
         if args.command == "canvas":
-            header, rows, more = canvas_import(grades, roster, args.assignment)
+            header, rows, more = canvas_import(grades, roster, args.column)
             out = args.out or args.folder / "canvas-import.csv"
         elif args.command == "moodle":
             header, rows, more = moodle_worksheet(grades, roster, args.identifier, args.grade)
@@ -695,7 +695,7 @@ def main(argv: list[str]) -> int:
     for line in [*warnings, *notes, *more]:
         print(line)
     write_csv(out, header, rows)
-    print(f"{len(grades)} graded submissions: {out}")
+    print(f"{len(grades)} rows of grades.csv: {out}")
     return 0
 
 
