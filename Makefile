@@ -46,7 +46,7 @@ PORT ?= 8000
 
 .PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
         test-notebooks test-sources test-slow test-fresh-site test-site test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
-        slides readers-edition dist release reopen otter-env assignments grade \
+        slides readers-edition dist release reopen otter-env assignments grade lms \
         lm-checkpoint seq2seq-runs positions-sweep vit-sweep live-weights test-live-js
 
 help:
@@ -71,6 +71,8 @@ help:
 	@echo "make assignments  graded assignments (otter-grader) in _build/assignments (EXERCISES=id,... NB=...)"
 	@echo "make grade ASSIGNMENT=NAME SUBMISSIONS=DIR  grade submissions offline: DIR/grades.csv, DIR/feedback/"
 	@echo "                   (TIMEOUT=s per submission, 120; QUESTION_TIMEOUT=s per question, 30)"
+	@echo "make lms LMS=canvas|moodle|moodle-gradebook SUBMISSIONS=DIR ROSTER=FILE  grades.csv in the"
+	@echo "                   file that LMS imports, from its own export (COLUMN=..., WRITTEN=marks.csv)"
 	@echo "make bench      slider redraw benchmark, JupyterLab key-to-picture latency, page sizes"
 	@echo "make lock       regenerate requirements.txt (the lock) after editing requirements.in"
 	@echo "make dist       build attnbook's wheel and sdist into dist/"
@@ -198,6 +200,21 @@ grade: $(OTTER_LIB)
 	$(OTTER_VENV)/bin/python -m tools.grade $(ASSIGNMENT) $(SUBMISSIONS) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
 	  $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT))
 
+# DIR's grades.csv in the file an LMS imports as it is (tools/lms.py): LMS=canvas
+# (ROSTER= the gradebook export, COLUMN= the assignment's header in it),
+# LMS=moodle (ROSTER= the assignment's grading worksheet) or LMS=moodle-gradebook
+# (the same worksheet, COLUMN= the grade column's header). WRITTEN= the written
+# marks (submission, one column per written question). Submissions are matched to
+# students by the names that the LMS's "download all submissions" gives them.
+LMS ?=
+ROSTER ?=
+COLUMN ?=
+WRITTEN ?=
+lms: $(STAMP)
+	@test -n "$(LMS)" -a -n "$(SUBMISSIONS)" -a -n "$(ROSTER)" || { echo "usage: make lms LMS=canvas SUBMISSIONS=DIR ROSTER=gradebook.csv [COLUMN=...] [WRITTEN=marks.csv]"; exit 2; }
+	$(BIN)/python -m tools.lms $(LMS) $(SUBMISSIONS) --roster $(ROSTER) \
+	  $(if $(COLUMN),--column "$(COLUMN)") $(if $(WRITTEN),--written $(WRITTEN))
+
 # The chapters' kernels read book/_ext/ipython_kernel_config.py (it drops
 # ipykernel's notice about local TCP, see its docstring) from a profile in _build.
 KERNEL_IPYTHONDIR := $(CURDIR)/_build/ipython
@@ -311,7 +328,7 @@ BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupy
 SOURCE_TESTS := tests/test_notebooks.py tests/test_readers_edition.py tests/test_lock.py \
   tests/test_nbtools.py tests/test_browser_lookup.py tests/test_nbval_executed.py \
   tests/test_regression_bites.py tests/test_release.py tests/test_readme.py \
-  tests/test_instructor_guide.py tests/test_slides.py tests/test_exercise_metadata.py tests/test_grade.py \
+  tests/test_instructor_guide.py tests/test_slides.py tests/test_exercise_metadata.py tests/test_grade.py tests/test_lms.py \
   tests/test_student_edition.py tests/test_cpu_paths.py \
   tests/test_install.py
 test-book: test-notebooks
