@@ -187,18 +187,30 @@ assignments: $(STAMP) $(OTTER_LIB)
 	  $(if $(EXERCISES),--exercises $(EXERCISES)) $(NB)
 
 # Grade a folder of submissions offline, without Docker (tools/grade.py):
-# SUBMISSIONS/grades.csv and SUBMISSIONS/feedback/NAME.txt. It runs the students'
-# code: do it in a throwaway container or account. TIMEOUT= seconds per submission
-# (default 120); QUESTION_TIMEOUT= seconds per question (default 30), past which
-# that question alone gets zero (attnbook.checks.report_for).
+# SUBMISSIONS/grades.csv (a status per submission: graded, or error with the
+# reason) and SUBMISSIONS/feedback/NAME.txt. Each notebook runs in bubblewrap
+# (Debian's bubblewrap), its own scratch folder and nothing else; the grade is
+# decided in this process, which never runs a student's code. UNSANDBOXED=1
+# grades without bubblewrap (each notebook then runs with your rights).
+# ASSIGNMENT= a name under _build/assignments or a folder; SUBMISSIONS= a plain
+# folder, or Moodle's or Canvas's download; ONLY=name,name re-grades those;
+# TIMEOUT= seconds per submission (120, past it an error); QUESTION_TIMEOUT=
+# seconds per question (30, past it that question alone gets zero). With LMS=
+# and ROSTER= (see `make lms`) it then writes the LMS's import file.
 ASSIGNMENT ?=
 SUBMISSIONS ?=
 TIMEOUT ?=
 QUESTION_TIMEOUT ?=
+ONLY ?=
+UNSANDBOXED ?=
 grade: $(OTTER_LIB)
 	@test -n "$(ASSIGNMENT)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=masked-softmax SUBMISSIONS=DIR"; exit 2; }
 	$(OTTER_VENV)/bin/python -m tools.grade $(ASSIGNMENT) $(SUBMISSIONS) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
-	  $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT))
+	  $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT)) $(if $(ONLY),--only $(ONLY)) \
+	  $(if $(UNSANDBOXED),--unsandboxed); status=$$?; \
+	$(if $(and $(LMS),$(ROSTER)),[ $$status -eq 2 ] || $(OTTER_VENV)/bin/python -m tools.lms $(LMS) $(SUBMISSIONS) \
+	  --roster $(ROSTER) $(if $(COLUMN),--column "$(COLUMN)") $(if $(WRITTEN),--written $(WRITTEN)) || exit $$?;) \
+	exit $$status
 
 # DIR's grades.csv in the file an LMS imports as it is (tools/lms.py): LMS=canvas
 # (ROSTER= the gradebook export, COLUMN= the assignment's header in it),

@@ -1,13 +1,15 @@
 """One chapter's graded assignment, built and graded end to end (slow tier).
 
 `make assignments` builds masked-softmax's assignment with otter-grader
-(tools/assignments.py), and `make grade` grades three submissions with its
-autograder (tools/grade.py): the solutions (full marks), the untouched student
-notebook (zero) and the solutions with the classic off-by-one of causal
-lengths (fewer points, and the checker's diagnosis in the feedback). The
-student notebook must hold no solution code, no rubric and no hidden test.
-About two minutes: otter assign runs the solutions against every test, and
-each submission is graded in a fresh process.
+(tools/assignments.py), and `make grade` grades five submissions with its
+autograder (tools/grade.py), each notebook in bubblewrap: the solutions (full
+marks), the untouched student notebook (zero), the solutions with the classic
+off-by-one of causal lengths (fewer points, and the checker's diagnosis in the
+feedback), wrong answers with the trial's two-line patch of the verdict (zero)
+and a notebook whose process exits (an error, not a zero). The student notebook
+must hold no solution code, no rubric and no hidden test, and the hidden seed
+differs between two builds. About a minute: otter assign runs the solutions
+against every test.
 """
 
 from __future__ import annotations
@@ -60,14 +62,24 @@ def test_the_student_notebook_holds_no_solution(built):
     assert "solution_" not in text
     # The written exercises' model answers (the book's dropdowns) are not there either.
     assert "75 scores" not in text and "AND-ed with a lower-triangular" not in text
-    # Only the public tests reach the student: the hidden ones run on seed 1.
-    assert "seed=1" not in nbformat.writes(student)
+    # Only the public tests reach the student: the hidden ones run on a seed
+    # drawn for this build, found only in the autograder.
+    seed = hidden_seed(built)
+    assert f"seed={seed}" not in nbformat.writes(student) and str(seed) not in text
     assert "seed=0" in nbformat.writes(student)
     answers = [c.source for c in _answer_cells(student) if c.cell_type == "code"]
     assert answers == [
         "def masked_softmax_renorm(X, valid_lens):\n    ...",
         "def causal_lengths(batch, queries):\n    ...",
     ]
+
+
+def hidden_seed(folder: Path) -> int:
+    from attnbook.grading.score import hidden_seeds, questions_from_zip
+
+    (zip_path,) = (folder / "autograder").glob("*.zip")
+    (seed,) = hidden_seeds(questions_from_zip(zip_path))
+    return seed
 
 
 def test_the_autograder_has_hidden_tests_on_fresh_inputs(built):
@@ -78,10 +90,27 @@ def test_the_autograder_has_hidden_tests_on_fresh_inputs(built):
     with zipfile.ZipFile(zips[0]) as archive:
         test = archive.read("tests/causal_lengths.py").decode()
     assert test.count("hidden=True") == test.count("hidden=False") == 5
-    assert test.count("seed=1") == 5
+    assert test.count(f"seed={hidden_seed(built)}") == 5
 
 
-def test_grading_three_submissions(built, tmp_path):
+def test_the_hidden_seed_is_drawn_for_each_build(built, tmp_path):
+    """A second build draws another seed; --seed fixes it."""
+    otter = str(OTTER_VENV / "otter")
+    args = [
+        "--out",
+        str(tmp_path),
+        "--otter",
+        otter,
+        "--exercises",
+        "masked-softmax/causal-lengths",
+    ]
+    assert assignments.main(args) == 0
+    assert hidden_seed(tmp_path / "masked-softmax") != hidden_seed(built)
+    assert assignments.main([*args, "--seed", "4242"]) == 0
+    assert hidden_seed(tmp_path / "masked-softmax") == 4242
+
+
+def test_grading_five_submissions(built, tmp_path):
     solved = nbformat.read(built / "autograder" / "masked-softmax.ipynb", as_version=4)
     nbformat.write(solved, tmp_path / "solutions.ipynb")
     untouched = nbformat.read(built / "student" / "masked-softmax.ipynb", as_version=4)
@@ -90,8 +119,22 @@ def test_grading_three_submissions(built, tmp_path):
     (cell,) = [c for c in slip.cells if "torch.arange(1, queries + 1)" in c.source]
     cell.source = cell.source.replace("torch.arange(1, queries + 1)", "torch.arange(queries)")
     nbformat.write(slip, tmp_path / "off_by_one.ipynb")
+    # The teacher's trial: wrong answers and two lines that patch the verdict.
+    patched = nbformat.read(built / "student" / "masked-softmax.ipynb", as_version=4)
+    for c in _answer_cells(patched):
+        c.source = c.source.replace("...", "return torch.zeros(1)")
+    patched.cells.insert(
+        3,
+        nbformat.v4.new_code_cell(
+            "import attnbook.checks\nattnbook.checks.case_verdict = lambda *a, **k: (True, '')"
+        ),
+    )
+    nbformat.write(patched, tmp_path / "patched.ipynb")
+    exits = nbformat.read(built / "autograder" / "masked-softmax.ipynb", as_version=4)
+    exits.cells.insert(3, nbformat.v4.new_code_cell("import os\nos._exit(1)"))
+    nbformat.write(exits, tmp_path / "exits.ipynb")
 
-    subprocess.run(
+    done = subprocess.run(
         [
             str(OTTER_VENV / "python"),
             "-m",
@@ -102,13 +145,17 @@ def test_grading_three_submissions(built, tmp_path):
             str(built.parent),
         ],
         cwd=ROOT,
-        check=True,
+        capture_output=True,
+        text=True,
     )
+    assert done.returncode == 1, done.stdout + done.stderr  # one submission errored
+    assert "errors (not zeros; see feedback/): exits" in done.stdout
     with (tmp_path / "grades.csv").open() as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
     columns = list(next(iter(rows.values())))
     assert columns == [
         "submission",
+        "status",
         "masked_softmax_without_a_fill_value",
         "causal_lengths",
         "masking_or_cropping",
@@ -116,8 +163,11 @@ def test_grading_three_submissions(built, tmp_path):
         "total",
         "possible",
     ]
-    assert sorted(rows) == ["off_by_one", "solutions", "untouched"]
+    assert sorted(rows) == ["exits", "off_by_one", "patched", "solutions", "untouched"]
     assert all(row["possible"] == "4" for row in rows.values())  # 3 + 1 stars checked
+    assert rows["patched"]["total"] == "0.00" and rows["patched"]["status"] == "graded"
+    assert rows["exits"]["status"].startswith("error: the notebook could not be run")
+    assert rows["exits"]["total"] == "" and rows["exits"]["causal_lengths"] == ""
     assert rows["solutions"]["total"] == "4.00"
     assert rows["untouched"]["total"] == "0.00"
     assert rows["off_by_one"]["masked_softmax_without_a_fill_value"] == "3.00"

@@ -1,14 +1,13 @@
-"""tools/grade.py's handling of submissions it cannot grade (no otter needed).
+"""tools/grade.py's bookkeeping: what it cannot grade, statuses, options (no worker runs).
 
-The grading itself, with otter, is tests/test_assignments.py (slow tier).
+The grading itself (a worker in bubblewrap per submission) is lib/tests/test_grading.py,
+and end to end with an assignment otter built, tests/test_assignments.py (slow tier).
 """
 
 from __future__ import annotations
 
+import csv
 import json
-import stat
-import sys
-import time
 import zipfile
 
 import nbformat
@@ -44,93 +43,129 @@ def test_what_is_not_a_notebook_is_named(tmp_path):
     with zipfile.ZipFile(tmp_path / "export.zip", "w") as archive:
         archive.write(good, "good.ipynb")
     assert grade.not_a_notebook(tmp_path / "export.zip") is None
+    with zipfile.ZipFile(tmp_path / "two.zip", "w") as archive:
+        archive.write(good, "a.ipynb")
+        archive.write(good, "../b.ipynb")
+    assert "holds 2 notebooks" in grade.not_a_notebook(tmp_path / "two.zip")
 
 
-def test_a_submission_past_the_time_limit_is_stopped(tmp_path):
-    """A stand-in for otter that never ends: stopped at the limit, with its children."""
-    marker = tmp_path / "child-alive"
-    child = tmp_path / "child.py"
-    child.write_text(f"import time\ntime.sleep(3)\nopen({str(marker)!r}, 'w').close()\n")
-    fake = tmp_path / "otter"
-    fake.write_text(
-        f"#!{sys.executable}\n"
-        "import subprocess, sys, time\n"
-        f"subprocess.Popen([sys.executable, {str(child)!r}])\n"
-        "time.sleep(60)\n"
-    )
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    started = time.perf_counter()
-    results, problem = grade.run_otter(tmp_path / "a.zip", tmp_path / "s.ipynb", 1.0, otter=fake)
-    assert time.perf_counter() - started < 10
-    assert results is None
-    assert problem == "ran past the time limit of 1 s (an endless loop?)"
-    time.sleep(4)
-    assert not marker.exists(), "the submission's child process outlived the time limit"
-
-
-def test_a_failing_otter_is_a_line_not_a_crash(tmp_path):
-    fake = tmp_path / "otter"
-    fake.write_text(
-        f"#!{sys.executable}\nprint('Error: something went wrong')\nraise SystemExit(2)\n"
-    )
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    results, problem = grade.run_otter(tmp_path / "a.zip", tmp_path / "s.ipynb", 30, otter=fake)
-    assert results is None
-    assert problem == "otter could not grade it (exit 2): Error: something went wrong"
-
-
-def test_feedback_of_a_zero():
-    graded = grade.Graded(name="s1", scores={"causal_lengths": 0.0}, problem="not a notebook: x")
-    text = grade.feedback("masked-softmax", graded, QUESTIONS)
-    assert "Score: 0.00 of 1 points for the checked questions" in text
-    assert "(1 written questions, 2 points, are graded by hand)" in text
-    assert "Graded zero: not a notebook: x" in text
-    assert "causal_lengths (exercise masked-softmax/causal-lengths): 0.00 of 1" in text
-    assert "masking (exercise masked-softmax/masking): written, graded by hand" in text
-
-
-def test_the_question_time_limit_reaches_otters_environment(tmp_path, monkeypatch):
-    """--question-timeout is passed to otter (and the kernel it starts) as the
-    variable that attnbook.checks.report_for reads."""
-    from attnbook.checks import _grading
-
-    assert grade.QUESTION_TIMEOUT_VARIABLE == _grading.TIMEOUT_VARIABLE
-    seen = tmp_path / "seen.txt"
-    fake = tmp_path / "otter"
-    fake.write_text(
-        f"#!{sys.executable}\nimport os\n"
-        f"open({str(seen)!r}, 'w').write(os.environ.get({grade.QUESTION_TIMEOUT_VARIABLE!r}, 'unset'))\n"
-        "raise SystemExit(2)\n"
-    )
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.delenv(grade.QUESTION_TIMEOUT_VARIABLE, raising=False)
-    grade.run_otter(tmp_path / "a.zip", tmp_path / "s.ipynb", 30, otter=fake)
-    assert seen.read_text() == "unset"
-    grade.run_otter(tmp_path / "a.zip", tmp_path / "s.ipynb", 30, otter=fake, question_timeout=7.5)
-    assert seen.read_text() == "7.5"
-
-
-def test_make_grade_passes_the_question_time_limit_down(tmp_path, monkeypatch):
-    """main -> grade_one -> run_otter carries --question-timeout; a bad one is refused."""
+def assignment(tmp_path, questions=QUESTIONS, points=1):
+    """An assignment folder whose autograder zip tests causal_lengths for ``points``."""
     folder = tmp_path / "assignments" / "masked-softmax"
     (folder / "autograder").mkdir(parents=True)
-    (folder / "autograder" / "masked-softmax-autograder.zip").write_bytes(b"")
-    (folder / "questions.json").write_text(json.dumps(QUESTIONS))
-    submissions = tmp_path / "submissions"
-    submissions.mkdir()
-    nbformat.write(new_notebook(cells=[new_code_cell("x = 1")]), submissions / "s1.ipynb")
+    test = f"name = 'causal_lengths'\npoints = {points}\n" + "".join(
+        f"def test_{h}{i}(causal_lengths):\n"
+        f"    passed, why = case_verdict('check_causal_lengths', causal_lengths, {i}, "
+        f"seed={s}, answer='causal_lengths')\n"
+        for h, s in (("case", 0), ("hidden", 99))
+        for i in range(5)
+    )
+    with zipfile.ZipFile(folder / "autograder" / "masked-softmax-autograder.zip", "w") as z:
+        z.writestr("tests/causal_lengths.py", test)
+    (folder / "questions.json").write_text(json.dumps(questions))
+    return folder
+
+
+def submissions(tmp_path, *names):
+    folder = tmp_path / "submissions"
+    folder.mkdir(exist_ok=True)
+    for name in names:
+        nbformat.write(new_notebook(cells=[new_code_cell("x = 1")]), folder / f"{name}.ipynb")
+    return folder
+
+
+@pytest.fixture
+def fake_grading(monkeypatch):
+    """grade_notebook replaced: s1 scores 1, a name with 'err' is an error; calls recorded."""
+    from attnbook.grading import sandbox, score
+
     calls = []
 
-    def fake_run_otter(zip_path, submission, timeout, otter=None, question_timeout=None):
-        calls.append((timeout, question_timeout))
-        return None, "not graded here"
+    def fake(notebook, questions, *, name, sandboxed, timeout, question_timeout):
+        calls.append((name, sandboxed, timeout, question_timeout, [q.check for q in questions]))
+        if "err" in name:
+            return score.Graded(name, status="error", reason="the notebook could not be run: x")
+        return score.Graded(name, scores={"causal_lengths": 1.0}, lines={"causal_lengths": ["ok"]})
 
-    monkeypatch.setattr(grade, "run_otter", fake_run_otter)
-    common = ["masked-softmax", str(submissions), "--assignments", str(folder.parent)]
+    monkeypatch.setattr(score, "grade_notebook", fake)
+    monkeypatch.setattr(sandbox, "check", lambda: None)
+    return calls
+
+
+def read(folder):
+    with (folder / "grades.csv").open() as f:
+        return {r["submission"]: r for r in csv.DictReader(f)}
+
+
+def test_statuses_errors_and_exit_status(tmp_path, fake_grading, capsys):
+    folder = assignment(tmp_path)
+    subs = submissions(tmp_path, "s1", "s2_err")
+    (subs / "s3.zip").write_text("not a zip")
+    code = grade.main(["masked-softmax", str(subs), "--assignments", str(folder.parent)])
+    assert code == 1
+    rows = read(subs)
+    assert list(rows["s1"]) == [
+        "submission",
+        "status",
+        "causal_lengths",
+        "masking",
+        "total",
+        "possible",
+    ]
+    assert rows["s1"]["status"] == "graded" and rows["s1"]["total"] == "1.00"
+    assert rows["s2_err"]["status"] == "error: the notebook could not be run: x"
+    assert rows["s2_err"]["total"] == rows["s2_err"]["causal_lengths"] == ""
+    assert rows["s3"]["status"].startswith("error: not a notebook")
+    out = capsys.readouterr().out
+    assert "3 submissions" in out and "1 graded, 2 errors" in out
+    assert "errors (not zeros; see feedback/): s2_err, s3" in out
+    text = (subs / "feedback" / "s2_err.txt").read_text()
+    assert "Not graded: the notebook could not be run: x." in text and "Score" not in text
+    assert [c[4] for c in fake_grading] == [["check_causal_lengths"]] * 2
+
+
+def test_only_regrades_the_names_given_and_keeps_the_rest(tmp_path, fake_grading):
+    folder = assignment(tmp_path)
+    subs = submissions(tmp_path, "s1", "s2_err")
+    common = ["masked-softmax", str(subs), "--assignments", str(folder.parent)]
+    grade.main(common)
+    (subs / "s2_err.ipynb").rename(subs / "s2.ipynb")
+    assert grade.main([*common, "--only", "s2"]) == 1  # s2_err's old error row is kept
+    assert sorted(read(subs)) == ["s1", "s2", "s2_err"]
+    assert [c[0] for c in fake_grading] == ["s1", "s2_err", "s2"]
+    with pytest.raises(SystemExit, match="--only: no submission named"):
+        grade.main([*common, "--only", "nobody"])
+
+
+def test_options_reach_the_grading(tmp_path, fake_grading):
+    folder = assignment(tmp_path)
+    subs = submissions(tmp_path, "s1")
+    common = [str(folder), str(subs)]  # the assignment given as a path
     assert grade.main([*common, "--timeout", "90", "--question-timeout", "12"]) == 0
-    assert grade.main(common) == 0
-    assert calls == [(90.0, 12.0), (grade.TIMEOUT, None)]
+    assert grade.main([*common, "--unsandboxed"]) == 0
+    assert [c[1:4] for c in fake_grading] == [(True, 90.0, 12.0), (False, grade.TIMEOUT, None)]
     for bad in ("0", "-1", "nan", "120"):
         with pytest.raises(SystemExit, match="--question-timeout must be positive and below"):
             grade.main([*common, "--question-timeout", bad])
-    assert len(calls) == 2
+
+
+def test_no_sandbox_no_grading_unless_asked(tmp_path, monkeypatch, capsys):
+    from attnbook.grading import sandbox
+
+    folder = assignment(tmp_path)
+    subs = submissions(tmp_path, "s1")
+    monkeypatch.setattr(sandbox, "check", lambda: "bwrap (bubblewrap) is not installed")
+    assert grade.main([str(folder), str(subs)]) == 2
+    assert "UNSANDBOXED=1" in capsys.readouterr().err
+    assert not (subs / "grades.csv").exists()
+
+
+def test_points_come_from_the_autograder_and_a_stale_list_is_named(tmp_path, fake_grading, capsys):
+    """An edited master rebuilt with otter assign: questions.json says 1 point, the tests 2."""
+    folder = assignment(tmp_path, points=2)
+    subs = submissions(tmp_path, "s1")
+    assert grade.main([str(folder), str(subs)]) == 0
+    assert (
+        "questions.json gives causal_lengths 1 points, the autograder 2" in capsys.readouterr().out
+    )
+    assert read(subs)["s1"]["possible"] == "2"

@@ -16,7 +16,8 @@ The master is built from the exercise metadata (tools/exercise_metadata.py):
   solution cell's function renamed to the answer's name (with the helpers it
   uses); one test per checker case, public (the book's cases, the student sees
   the checker's report) and the same again hidden, on fresh random inputs
-  (``attnbook.checks.case_verdict(..., seed=1)``). The question's points are
+  (``attnbook.checks.case_verdict(..., seed=S)``, S drawn for each build from
+  the system's randomness, or ``--seed``). The question's points are
   shared evenly among its tests, so a student earns the share of the cases
   their function passes; the checker runs once per question and seed;
 - each written exercise as a manually graded question, its folded solution as
@@ -53,8 +54,19 @@ from tools.exercise_metadata import DROPDOWN, KEY, exercises
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 OUT = ROOT / "_build" / "assignments"
-# The seed of the hidden tests' fresh cases (attnbook.checks.report_for).
-HIDDEN_SEED = 1
+# The hidden tests' fresh cases come from a seed drawn for each build
+# (attnbook.checks.report_for), written only into the autograder's tests and
+# the teacher's master; --seed fixes it (make assignments SEED=...).
+SEED_RANGE = 2**31 - 1
+
+
+def draw_seed() -> int:
+    """A hidden seed from the operating system's randomness: 1 to 2**31 - 1 (0 is the book's)."""
+    import secrets
+
+    return 1 + secrets.randbelow(SEED_RANGE)
+
+
 # torch's CPU wheels, for the autograder's requirements (Gradescope installs them).
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 # The line under an exercise that points at its folded solution.
@@ -140,21 +152,21 @@ def solution_code(source: str, solution: str, answer: str) -> str:
     return "\n\n\n".join(parts)
 
 
-def case_count(check: str) -> int:
-    """How many cases ``check`` runs (the same for the public and the hidden seed)."""
+def case_count(check: str, seed: int) -> int:
+    """How many cases ``check`` runs (the same for the public and the hidden ``seed``)."""
     from attnbook.checks import report_for
 
     def nothing(*args, **kwargs):
         return None
 
-    counts = {len(report_for(check, nothing, seed=s).lines) for s in (0, HIDDEN_SEED)}
+    counts = {len(report_for(check, nothing, seed=s).lines) for s in (0, seed)}
     if len(counts) != 1:
-        raise ValueError(f"{check} runs {sorted(counts)} cases under seeds 0 and {HIDDEN_SEED}")
+        raise ValueError(f"{check} runs {sorted(counts)} cases under seeds 0 and {seed}")
     return counts.pop()
 
 
-def test_cell(question: Question, case: int, hidden: bool) -> str:
-    seed = HIDDEN_SEED if hidden else 0
+def test_cell(question: Question, case: int, hidden: bool, seed: int) -> str:
+    seed = seed if hidden else 0
     config = '""" # BEGIN TEST CONFIG\nhidden: true\n""" # END TEST CONFIG\n' if hidden else ""
     kind = "fresh inputs" if hidden else "the book's case"
     function = f"test_{'hidden' if hidden else 'case'}_{case}"
@@ -179,7 +191,7 @@ def _dropdown_body(text: str) -> str:
     return "\n".join(lines).strip("\n")
 
 
-def read_questions(path: Path, wanted: set[str] | None, converter) -> list[Question]:
+def read_questions(path: Path, wanted: set[str] | None, converter, seed: int) -> list[Question]:
     """The chapter's exercises as questions (all, or those whose id is in ``wanted``)."""
     nb = nbformat.read(path, as_version=4)
     found = exercises(nb)
@@ -215,7 +227,7 @@ def read_questions(path: Path, wanted: set[str] | None, converter) -> list[Quest
                 if len(line.strip()) > 12 and not line.strip().startswith(("#", "def ", "return"))
             ]
             question.rubric = None
-            question.cases = case_count(question.check)
+            question.cases = case_count(question.check, seed)
     if wanted is not None:
         questions = [q for q in questions if q.ident in wanted]
     return questions
@@ -238,7 +250,7 @@ tests:
 """
 
 
-def master(path: Path, questions: list[Question]) -> nbformat.NotebookNode:
+def master(path: Path, questions: list[Question], seed: int) -> nbformat.NotebookNode:
     """The otter master notebook of a chapter's chosen exercises."""
     chapter = nbformat.read(path, as_version=4)
     title = re.search(r"^# (.+)$", chapter.cells[0].source, re.M).group(1)
@@ -272,8 +284,8 @@ def master(path: Path, questions: list[Question]) -> nbformat.NotebookNode:
                 new_raw_cell("# END QUESTION"),
             ]
             continue
-        tests = [test_cell(q, i, hidden=False) for i in range(q.cases)]
-        tests += [test_cell(q, i, hidden=True) for i in range(q.cases)]
+        tests = [test_cell(q, i, hidden=False, seed=seed) for i in range(q.cases)]
+        tests += [test_cell(q, i, hidden=True, seed=seed) for i in range(q.cases)]
         cells += [
             new_raw_cell(f"# BEGIN QUESTION\nname: {q.name}\npoints: {q.stars}"),
             new_markdown_cell(q.prompt),
@@ -306,7 +318,7 @@ def requirements() -> str:
     )
 
 
-def leaks(student: Path, questions: list[Question]) -> list[str]:
+def leaks(student: Path, questions: list[Question], seed: int) -> list[str]:
     """Anything of the solutions that reached the student's notebook."""
     found = []
     for path in sorted(student.glob("*.ipynb")):
@@ -320,30 +332,36 @@ def leaks(student: Path, questions: list[Question]) -> list[str]:
                 for sentence in re.split(r"(?<=[.!?])\s+", q.rubric):
                     if len(sentence) > 40 and sentence in text:
                         found.append(f"{path.name}: rubric of {q.name}: {sentence[:60]!r}")
-        if f"seed={HIDDEN_SEED}" in text + embedded:
+        seen = re.search(rf"seed\s*=\s*{seed}\b", text + embedded) or (
+            len(str(seed)) >= 6 and re.search(rf"\b{seed}\b", text + embedded)
+        )
+        if seen:
             found.append(f"{path.name}: a hidden test")
         if "solution_" in text:
             found.append(f"{path.name}: a name starting solution_")
     return found
 
 
-def build(path: Path, wanted: set[str] | None, out: Path, otter: str, book) -> Path | None:
+def build(
+    path: Path, wanted: set[str] | None, out: Path, otter: str, book, seed: int | None = None
+) -> Path | None:
     """Write the master of one chapter and run otter assign; the assignment's folder.
     ``book`` is the reader's edition's scan of the book (its links and citations)."""
     from tools.readers_edition import Converter
 
-    questions = read_questions(path, wanted, Converter(book, path.stem))
+    seed = draw_seed() if seed is None else seed
+    questions = read_questions(path, wanted, Converter(book, path.stem), seed)
     if not any(q.check for q in questions):
         return None
     folder = out / path.stem
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    nbformat.write(master(path, questions), folder / f"{path.stem}.ipynb")
+    nbformat.write(master(path, questions, seed), folder / f"{path.stem}.ipynb")
     (folder / "requirements.txt").write_text(requirements())
     started = time.perf_counter()
     otter = os.path.abspath(otter)
     subprocess.run([otter, "assign", f"{path.stem}.ipynb", "."], cwd=folder, check=True)
-    found = leaks(folder / "student", questions)
+    found = leaks(folder / "student", questions, seed)
     if found:
         raise SystemExit("solutions reached student/:\n" + "\n".join(found))
     (folder / "questions.json").write_text(
@@ -368,7 +386,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--exercises", default="", help="exercise ids, comma-separated")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--otter", default=str(ROOT / ".venv-otter" / "bin" / "otter"))
+    parser.add_argument(
+        "--seed", type=int, default=None, help="the hidden seed (default: drawn per assignment)"
+    )
     args = parser.parse_args(argv)
+    if args.seed is not None and not 0 < args.seed <= SEED_RANGE:
+        raise SystemExit(f"--seed must be between 1 and {SEED_RANGE}, got {args.seed}")
     wanted = {e.strip() for e in args.exercises.split(",") if e.strip()} or None
     paths = args.chapters or sorted(BOOK.glob("*.ipynb"))
     if wanted is not None:
@@ -382,7 +405,7 @@ def main(argv: list[str]) -> int:
     book = scan_book()
     built = []
     for path in paths:
-        folder = build(path, wanted, args.out, args.otter, book)
+        folder = build(path, wanted, args.out, args.otter, book, args.seed)
         if folder is not None:
             built.append(folder)
     if wanted is not None:

@@ -1,30 +1,53 @@
 """Grade a folder of submissions against an assignment, offline and without Docker.
 
-    python -m tools.grade NAME DIR [--timeout SECONDS] [--question-timeout SECONDS]
-        (make grade ASSIGNMENT=NAME SUBMISSIONS=DIR [TIMEOUT=...] [QUESTION_TIMEOUT=...])
+    python -m tools.grade ASSIGNMENT DIR [--timeout S] [--question-timeout S]
+                          [--only NAME,NAME] [--unsandboxed]
+        (make grade ASSIGNMENT=NAME|PATH SUBMISSIONS=DIR [TIMEOUT= QUESTION_TIMEOUT=
+                    ONLY= UNSANDBOXED=1])
 
-NAME is an assignment built by `make assignments` (_build/assignments/NAME/).
-Every file in DIR is a submission: a notebook, or the zip that the student
-notebook's export cell makes. Each one is graded by ``otter run`` with the
-assignment's autograder zip, in a process of its own, under a time limit.
-The result is
+ASSIGNMENT is an assignment built by ``make assignments``: its name (the folder
+_build/assignments/NAME/) or the path of such a folder, wherever the teacher
+keeps it. DIR is the submissions, as a plain folder of notebooks or exported
+zips, or as Moodle's or Canvas's download (tools/lms.py reads each layout and
+says which files it could not match; two files of one student are refused).
 
-- ``DIR/grades.csv``: ``submission``, one column per question (written
-  questions are left empty: they are graded by hand), ``total`` and
-  ``possible`` (the points of the checked questions);
-- ``DIR/feedback/SUBMISSION.txt``: the score of each question and, where a
-  case failed, the checker's report with its diagnosis.
+**Where the grade is decided.** Each submission's notebook runs in a worker
+process of its own, inside bubblewrap (attnbook.grading.sandbox): a scratch
+folder with a copy of the notebook is all it can read or write, beside what
+Python needs; no other submission, no autograder, no solutions, no network,
+limits on memory and time. This process runs the checkers and asks the
+worker's functions for their answers, which come back as data
+(attnbook.grading): nothing a student wrote runs here, so no patch of the
+checkers, of torch or of the report from a notebook changes a grade. What
+otter's ``grader.check`` shows a student in their own notebook is advice only.
 
-A submission that raises gets zero for what its errors break; one that lacks
-an answer's function gets zero for that question, with a line naming the
-function; one whose function runs past the time limit per question
-(``--question-timeout``, by default attnbook's 30 s; passed to the checkers as
-``ATTNBOOK_QUESTION_TIMEOUT``) gets zero for that question, with a line saying
-on which case, and the other questions are graded; one that runs past the time
-limit per submission (``--timeout``), or that is not a notebook, gets zero,
-with a line saying why; grading goes on with the next. This runs the
-students' code with your rights: run it in a throwaway container or account.
-Runs in .venv-otter (otter-grader is needed to read its results).
+Without bubblewrap (``apt-get install bubblewrap``), or where it cannot start a
+sandbox, grading stops: ``--unsandboxed`` (``UNSANDBOXED=1``) grades anyway,
+the verdict still outside the students' processes, but each notebook then runs
+with your rights and can read and write what you can.
+
+**What to grade.** The checked questions, their points, checkers, answer
+functions, cases and the hidden seed are read from the autograder zip's tests
+(attnbook.grading.score.questions_from_zip), so an edited master rebuilt with
+``otter assign`` is graded as it stands; questions.json adds the written
+questions (graded by hand), and a disagreement between the two is named.
+
+**What comes out.**
+
+- ``DIR/grades.csv``: ``submission``, ``status`` (``graded``, or ``error:
+  REASON``), one column per question (written ones empty), ``total`` and
+  ``possible`` (the checked questions' points). An error is never a zero: its
+  marks are empty.
+- ``DIR/feedback/NAME.txt``: the score of each question and, where a case
+  failed, the checker's report with its diagnosis.
+- A summary; the exit status is 1 when a submission errored (2 when nothing
+  could be graded at all).
+
+``--only`` re-grades the submissions named and keeps the other rows of an
+earlier grades.csv. A question whose function runs past ``--question-timeout``
+(by default attnbook's 30 s) gets zero for that question alone; a submission
+past ``--timeout`` (120 s) is an error. Runs in .venv-otter, where attnbook is
+installed as the autograder installs it.
 """
 
 from __future__ import annotations
@@ -32,37 +55,33 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import resource
-import signal
-import subprocess
+import shutil
 import sys
 import tempfile
-import textwrap
-import time
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
+from tools import lms
+
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = ROOT / "_build" / "assignments"
-TIMEOUT = 120  # seconds per submission
-# The variable that sets attnbook.checks.report_for's time limit per question.
-QUESTION_TIMEOUT_VARIABLE = "ATTNBOOK_QUESTION_TIMEOUT"
+TIMEOUT = 120.0  # seconds per submission
 
 
-@dataclass
-class Graded:
-    """One submission's outcome: points per checked question, and what to tell."""
-
-    name: str
-    scores: dict[str, float] = field(default_factory=dict)
-    lines: dict[str, list[str]] = field(default_factory=dict)  # question -> feedback lines
-    problem: str | None = None  # why the whole submission got zero
-    seconds: float = 0.0
-    cpu: float = 0.0  # CPU seconds of the grading process and its children
+def assignment_folder(assignment: str, assignments: Path = ASSIGNMENTS) -> Path:
+    """The assignment's folder: a name under ``assignments``, or a path."""
+    path = Path(assignment)
+    if (path / "autograder").is_dir():
+        return path
+    folder = assignments / assignment
+    if (folder / "autograder").is_dir():
+        return folder
+    raise SystemExit(
+        f"no assignment {assignment!r}: neither a folder with autograder/ nor a name in "
+        f"{assignments} (run make assignments)"
+    )
 
 
 def autograder(folder: Path) -> Path:
@@ -85,164 +104,125 @@ def not_a_notebook(path: Path) -> str | None:
     if path.suffix == ".zip":
         try:
             with zipfile.ZipFile(path) as archive:
-                names = archive.namelist()
+                names = [n for n in archive.namelist() if n.endswith(".ipynb")]
         except zipfile.BadZipFile:
             return f"not a notebook: {path.name} is not a zip file"
-        if not any(n.endswith(".ipynb") for n in names):
+        if not names:
             return f"not a notebook: the zip {path.name} holds no .ipynb"
+        if len(names) > 1:
+            return f"the zip {path.name} holds {len(names)} notebooks: {', '.join(names[:4])}"
         return None
     return f"not a notebook: {path.name} is neither a .ipynb nor an exported .zip"
 
 
-def run_otter(
-    zip_path: Path,
-    submission: Path,
-    timeout: float,
-    otter: Path | None = None,
-    question_timeout: float | None = None,
-) -> tuple[object | None, str | None]:
-    """otter run on one submission in a process group of its own: (results, problem).
-    ``otter`` is the command, by default the one beside this Python.
-    ``question_timeout``, when given, is the checkers' time limit per question
-    (seconds, in the environment of otter and of the kernel it starts)."""
-    otter = otter or Path(sys.executable).parent / "otter"
-    env = dict(os.environ)
-    if question_timeout is not None:
-        env[QUESTION_TIMEOUT_VARIABLE] = f"{question_timeout:g}"
-    with tempfile.TemporaryDirectory() as out:
-        process = subprocess.Popen(
-            [
-                str(otter),
-                "run",
-                "--no-logo",
-                "-p",
-                "-a",
-                str(zip_path.resolve()),
-                "-o",
-                out,
-                str(submission.resolve()),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=out,  # otter writes its results.pkl (a dill pickle) where it runs
-            start_new_session=True,
-            env=env,
-        )
-        try:
-            output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            return None, f"ran past the time limit of {timeout:g} s (an endless loop?)"
-        pickled = Path(out) / "results.pkl"
-        if process.returncode != 0 or not pickled.exists():
-            last = [line for line in output.splitlines() if line.strip()][-1:] or ["no output"]
-            return None, f"otter could not grade it (exit {process.returncode}): {last[0].strip()}"
-        import dill  # otter's pickle of its GradingResults
-
-        with pickled.open("rb") as f:
-            return dill.load(f), None
+def notebook_of(path: Path, scratch: Path) -> Path:
+    """The submission's notebook as a file in ``scratch`` (a zip's one .ipynb read by
+    name, never extracted to a path the zip chooses)."""
+    target = scratch / "submission.ipynb"
+    if path.suffix == ".zip":
+        with zipfile.ZipFile(path) as archive:
+            (member,) = [n for n in archive.namelist() if n.endswith(".ipynb")]
+            target.write_bytes(archive.read(member))
+    else:
+        shutil.copyfile(path, target)
+    return target
 
 
-def _message(result) -> str:
-    """A failing test's message: the checker's words, without otter's framing
-    (the test's name, its failing line, the exception's type)."""
-    text = result.message or ""
-    if "AssertionError:" in text:
-        text = text.split("AssertionError:", 1)[1]
-    return textwrap.dedent("\n".join(line for line in text.splitlines() if line.strip()))
+def questions(folder: Path, zip_path: Path) -> tuple[list[dict], list, list[str]]:
+    """The assignment's questions (for the columns and the feedback), the checked ones
+    as the zip's tests grade them, and any disagreement with questions.json."""
+    from attnbook.grading.score import questions_from_zip
 
-
-def question_lines(result) -> tuple[float, list[str]]:
-    """A question's score and its feedback: cases passed, then the report of the
-    first failing case (the book's cases first, then the fresh ones)."""
-    cases = result.test_case_results
-    public = [c for c in cases if not c.test_case.hidden]
-    hidden = [c for c in cases if c.test_case.hidden]
-    lines = [
-        f"the book's cases: {sum(c.passed for c in public)} of {len(public)} passed; "
-        f"fresh cases: {sum(c.passed for c in hidden)} of {len(hidden)} passed"
+    checked = questions_from_zip(zip_path)
+    listed = []
+    if (folder / "questions.json").exists():
+        listed = json.loads((folder / "questions.json").read_text())
+    notes = []
+    by_name = {q.name: q for q in checked}
+    for q in listed:
+        if q["checked"] and q["name"] not in by_name:
+            notes.append(f"questions.json lists {q['name']}, which the autograder does not test")
+        elif q["checked"] and float(q["points"]) != by_name[q["name"]].points:
+            notes.append(
+                f"questions.json gives {q['name']} {q['points']} points, the autograder "
+                f"{by_name[q['name']].points:g}: the autograder's are used"
+            )
+    columns = [
+        {
+            "name": q.name,
+            "exercise": next((x["exercise"] for x in listed if x["name"] == q.name), q.name),
+            "points": q.points,
+            "checked": True,
+        }
+        for q in checked
     ]
-    failing = [c for c in public if not c.passed] or [c for c in hidden if not c.passed]
-    if failing:
-        where = "the book's cases" if not failing[0].test_case.hidden else "fresh cases"
-        lines.append(f"first failure ({where}):")
-        lines += ["  " + line for line in _message(failing[0]).splitlines() if line.strip()]
-    return float(result.score), lines
+    written = [q for q in listed if not q["checked"]]
+    # The master's order: questions.json's, with any question it lacks at the end.
+    order = {q["name"]: i for i, q in enumerate(listed)}
+    all_questions = sorted(columns + written, key=lambda q: order.get(q["name"], len(order)))
+    return all_questions, checked, notes
 
 
-def grade_one(
-    path: Path,
-    zip_path: Path,
-    checked: list[str],
-    timeout: float,
-    question_timeout: float | None = None,
-) -> Graded:
-    graded = Graded(name=path.stem if path.suffix in (".ipynb", ".zip") else path.name)
-    started = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    graded.problem = not_a_notebook(path)
-    if graded.problem is None:
-        results, graded.problem = run_otter(
-            zip_path, path, timeout, question_timeout=question_timeout
-        )
-        if results is not None:
-            for question in checked:
-                result = results.results.get(question)
-                if result is None:
-                    graded.scores[question] = 0.0
-                    graded.lines[question] = ["no result: the grader did not reach this question"]
-                else:
-                    graded.scores[question], graded.lines[question] = question_lines(result)
-    if graded.problem is not None:
-        graded.scores = dict.fromkeys(checked, 0.0)
-    graded.seconds = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    graded.cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return graded
+def _points(value: float) -> str:
+    return f"{value:g}"
 
 
-def feedback(assignment: str, graded: Graded, questions: list[dict]) -> str:
-    possible = sum(q["points"] for q in questions if q["checked"])
-    written = [q for q in questions if not q["checked"]]
-    total = sum(graded.scores.values())
+def feedback(assignment: str, graded, all_questions: list[dict]) -> str:
+    possible = sum(q["points"] for q in all_questions if q["checked"])
+    written = [q for q in all_questions if not q["checked"]]
     out = [f"Assignment {assignment}, submission {graded.name}", ""]
-    out.append(f"Score: {total:.2f} of {possible} points for the checked questions")
+    if graded.status != "graded":
+        out += [
+            f"Not graded: {graded.reason}.",
+            "This is an error of the grading, not a score: the teacher will look at it.",
+        ]
+        return "\n".join(out) + "\n"
+    total = sum(graded.scores.values())
+    out.append(f"Score: {total:.2f} of {_points(possible)} points for the checked questions")
     if written:
         points = sum(q["points"] for q in written)
-        out.append(f"({len(written)} written questions, {points} points, are graded by hand)")
-    if graded.problem:
-        out += ["", f"Graded zero: {graded.problem}"]
-    for q in questions:
+        out.append(
+            f"({len(written)} written questions, {_points(points)} points, are graded by hand)"
+        )
+    if graded.cell_errors:
+        out += ["", "Cells that raised an error when the notebook was run from the top:"]
+        out += ["  " + e for e in graded.cell_errors]
+    for q in all_questions:
         out.append("")
         if not q["checked"]:
             out.append(f"{q['name']} (exercise {q['exercise']}): written, graded by hand")
             continue
         score = graded.scores.get(q["name"], 0.0)
-        out.append(f"{q['name']} (exercise {q['exercise']}): {score:.2f} of {q['points']}")
+        out.append(f"{q['name']} (exercise {q['exercise']}): {score:.2f} of {_points(q['points'])}")
         out += ["  " + line for line in graded.lines.get(q["name"], [])]
     return "\n".join(out) + "\n"
 
 
-def submissions(folder: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in folder.iterdir()
-        if p.is_file() and not p.name.startswith(".") and p.name != "grades.csv"
-    )
+def row_of(graded, all_questions: list[dict]) -> dict:
+    row = {"submission": graded.name, "status": "graded"}
+    if graded.status != "graded":
+        row["status"] = f"error: {graded.reason}"
+    for q in all_questions:
+        ok = q["checked"] and graded.status == "graded"
+        row[q["name"]] = f"{graded.scores.get(q['name'], 0.0):.2f}" if ok else ""
+    row["total"] = f"{sum(graded.scores.values()):.2f}" if graded.status == "graded" else ""
+    row["possible"] = _points(sum(q["points"] for q in all_questions if q["checked"]))
+    return row
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("assignment")
+    parser.add_argument("assignment", help="a name under _build/assignments, or a folder")
     parser.add_argument("submissions", type=Path)
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per submission")
     parser.add_argument(
-        "--question-timeout",
-        type=float,
-        default=None,
-        help="seconds per question (default: attnbook's, 30)",
+        "--question-timeout", type=float, default=None, help="seconds per question (default 30)"
+    )
+    parser.add_argument("--only", default="", help="re-grade these submissions (comma-separated)")
+    parser.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="grade without bubblewrap: each notebook runs with your rights",
     )
     parser.add_argument("--assignments", type=Path, default=ASSIGNMENTS)
     args = parser.parse_args(argv)
@@ -253,40 +233,80 @@ def main(argv: list[str]) -> int:
             f"--question-timeout must be positive and below --timeout ({args.timeout:g}), "
             f"got {args.question_timeout:g}"
         )
-    folder = args.assignments / args.assignment
-    if not (folder / "questions.json").exists():
-        raise SystemExit(
-            f"no assignment {args.assignment!r} in {args.assignments}: run make assignments"
-        )
+    folder = assignment_folder(args.assignment, args.assignments)
     if not args.submissions.is_dir():
         raise SystemExit(f"SUBMISSIONS must be a folder, got {str(args.submissions)!r}")
-    questions = json.loads((folder / "questions.json").read_text())
-    checked = [q["name"] for q in questions if q["checked"]]
+    from attnbook.grading import sandbox
+    from attnbook.grading.score import Graded, grade_notebook
+
+    if not args.unsandboxed:
+        why = sandbox.check()
+        if why is not None:
+            print(
+                f"cannot sandbox the submissions: {why}.\nInstall bubblewrap, or pass "
+                "UNSANDBOXED=1 (--unsandboxed) to run each notebook with your own rights.",
+                file=sys.stderr,
+            )
+            return 2
+    else:
+        print("warning: grading without a sandbox: each notebook runs with your rights")
     zip_path = autograder(folder)
+    all_questions, checked, notes = questions(folder, zip_path)
+    for note in notes:
+        print(f"note: {note}")
+    found, problems = lms.collect(args.submissions)
+    for problem in problems:
+        print(f"not graded: {problem}")
+    only = {n.strip() for n in args.only.split(",") if n.strip()}
+    unknown = only - {f.name for f in found}
+    if unknown:
+        raise SystemExit(f"--only: no submission named {sorted(unknown)}")
+    grades_csv = args.submissions / "grades.csv"
+    fields = ["submission", "status", *[q["name"] for q in all_questions], "total", "possible"]
+    rows: dict[str, dict] = {}
+    if only and grades_csv.exists():
+        with grades_csv.open(newline="") as f:
+            rows = {r["submission"]: r for r in csv.DictReader(f)}
     (args.submissions / "feedback").mkdir(exist_ok=True)
-    rows = []
-    for path in submissions(args.submissions):
-        graded = grade_one(path, zip_path, checked, args.timeout, args.question_timeout)
-        text = feedback(args.assignment, graded, questions)
+    for submission in found:
+        if only and submission.name not in only:
+            continue
+        problem = not_a_notebook(submission.path)
+        if problem is not None:
+            graded = Graded(submission.name, status="error", reason=problem)
+        else:
+            with tempfile.TemporaryDirectory() as scratch:
+                graded = grade_notebook(
+                    notebook_of(submission.path, Path(scratch)),
+                    checked,
+                    name=submission.name,
+                    sandboxed=not args.unsandboxed,
+                    timeout=args.timeout,
+                    question_timeout=args.question_timeout,
+                )
+        text = feedback(folder.name, graded, all_questions)
         (args.submissions / "feedback" / f"{graded.name}.txt").write_text(text)
-        row = {"submission": graded.name}
-        for q in questions:
-            row[q["name"]] = f"{graded.scores[q['name']]:.2f}" if q["checked"] else ""
-        row["total"] = f"{sum(graded.scores.values()):.2f}"
-        row["possible"] = str(sum(q["points"] for q in questions if q["checked"]))
-        rows.append(row)
-        note = f" ({graded.problem})" if graded.problem else ""
-        print(
-            f"{graded.name}: {row['total']} of {row['possible']} in {graded.seconds:.1f} s ({graded.cpu:.1f} s of CPU){note}"
-        )
-    with (args.submissions / "grades.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(
-            f, fieldnames=["submission", *[q["name"] for q in questions], "total", "possible"]
-        )
+        rows[graded.name] = row_of(graded, all_questions)
+        if graded.status == "graded":
+            line = f"{rows[graded.name]['total']} of {rows[graded.name]['possible']}"
+        else:
+            line = f"ERROR ({graded.reason})"
+        print(f"{graded.name}: {line} in {graded.seconds:.1f} s", flush=True)
+    with grades_csv.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore", restval="")
         writer.writeheader()
-        writer.writerows(rows)
-    print(f"{len(rows)} submissions: {args.submissions / 'grades.csv'}")
-    return 0
+        writer.writerows(rows[name] for name in sorted(rows))
+    graded_count = sum(1 for r in rows.values() if r["status"] == "graded")
+    print(
+        f"{len(rows)} submissions in {grades_csv}: {graded_count} graded, "
+        f"{len(rows) - graded_count} errors, {len(problems)} files not matched"
+    )
+    errors = sorted(name for name, r in rows.items() if r["status"] != "graded")
+    if errors:
+        print(f"errors (not zeros; see feedback/): {', '.join(errors)}; re-grade them with ONLY=")
+    if not found:
+        return 2
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":

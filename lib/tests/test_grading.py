@@ -30,7 +30,9 @@ ENTROPY = (
 )
 HIDDEN = 7
 QUESTIONS = [
-    score.Question("causal_lengths", 1.0, "check_causal_lengths", "causal_lengths", {0: 5, HIDDEN: 5}),
+    score.Question(
+        "causal_lengths", 1.0, "check_causal_lengths", "causal_lengths", {0: 5, HIDDEN: 5}
+    ),
     score.Question("entropy", 2.0, "check_entropy", "entropy", {0: 5, HIDDEN: 5}),
 ]
 
@@ -62,7 +64,9 @@ def test_right_answers_earn_every_point_and_wrong_ones_none(tmp_path):
     graded = grade(notebook(tmp_path, WRONG))
     assert graded.scores == {"causal_lengths": 0.0, "entropy": 0.0}
     assert "no function entropy found" in graded.lines["entropy"][0]
-    assert any("Likely mistake" in line or "FAIL" in line for line in graded.lines["causal_lengths"])
+    assert any(
+        "Likely mistake" in line or "FAIL" in line for line in graded.lines["causal_lengths"]
+    )
 
 
 ATTACKS = {
@@ -128,7 +132,9 @@ def reach(tmp_path, attempt: str):
         "        return torch.arange(1, queries + 1).repeat(batch, 1)\n"
         "    return torch.zeros(batch, queries, dtype=torch.long)\n"
     )
-    return grade(notebook(tmp_path, f"reached = False\ntry:\n{attempt}\nexcept Exception:\n    pass", answer))
+    return grade(
+        notebook(tmp_path, f"reached = False\ntry:\n{attempt}\nexcept Exception:\n    pass", answer)
+    )
 
 
 def test_files_outside_the_submission_cannot_be_read_or_written(tmp_path):
@@ -152,10 +158,16 @@ def test_files_outside_the_submission_cannot_be_read_or_written(tmp_path):
     # The home folder shows at most the folders of Python that the sandbox binds
     # (pyenv's installation, say), nothing else of it.
     home = os.path.realpath(os.path.expanduser("~"))
-    bound = {p[len(home) + 1 :].split("/")[0] for p in sandbox._python_paths() if p.startswith(home + "/")}
+    bound = {
+        p[len(home) + 1 :].split("/")[0]
+        for p in sandbox._python_paths()
+        if p.startswith(home + "/")
+    }
     private = sorted(set(os.listdir(home)) - bound)
     assert private, "the test needs something in the home folder"
-    graded = reach(tmp_path, f"    reached = bool(set(__import__('os').listdir({home!r})) & {set(private)!r})")
+    graded = reach(
+        tmp_path, f"    reached = bool(set(__import__('os').listdir({home!r})) & {set(private)!r})"
+    )
     assert graded.scores["causal_lengths"] == 0.0
 
 
@@ -230,7 +242,9 @@ def test_a_notebook_that_cannot_run_is_an_error_not_a_zero(tmp_path, cell, words
 
 
 def test_a_submission_past_its_time_limit_is_an_error(tmp_path):
-    slow = "def causal_lengths(batch, queries):\n    import time\n    time.sleep(2)\n    return None\n"
+    slow = (
+        "def causal_lengths(batch, queries):\n    import time\n    time.sleep(2)\n    return None\n"
+    )
     graded = grade(notebook(tmp_path, slow, ENTROPY), timeout=4, question_timeout=30)
     assert graded.status == "error" and "ran past its time limit" in graded.reason
 

@@ -51,7 +51,17 @@ def test_non_contiguous_and_special_values():
 
 
 def test_containers_numbers_dtypes_and_errors():
-    value = [1, 2.5, math.nan, None, True, "s", (1, (2,)), {"a": torch.ones(2), 3: [4]}, torch.int64]
+    value = [
+        1,
+        2.5,
+        math.nan,
+        None,
+        True,
+        "s",
+        (1, (2,)),
+        {"a": torch.ones(2), 3: [4]},
+        torch.int64,
+    ]
     back = roundtrip(value)
     assert back[:2] == [1, 2.5] and math.isnan(back[2]) and back[3:6] == [None, True, "s"]
     assert back[6] == (1, (2,)) and back[8] is torch.int64
@@ -71,7 +81,9 @@ def test_foreign_objects_are_stand_ins_that_keep_their_type_name():
 @pytest.mark.parametrize("name", ["SystemExit", "KeyboardInterrupt", "GeneratorExit", "os.system"])
 def test_an_error_named_like_an_exit_does_not_exit_the_grader(name):
     error = wire.decode({"$error": name, "message": "bye"})
-    assert isinstance(error, RuntimeError) and not isinstance(error, (SystemExit, KeyboardInterrupt))
+    assert isinstance(error, RuntimeError) and not isinstance(
+        error, (SystemExit, KeyboardInterrupt)
+    )
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ the grading, which the grader reports as such, never as a zero.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import shutil
@@ -121,7 +122,7 @@ class Submission:
         self._scratch = tempfile.mkdtemp(prefix="attnbook-submission-")
         scratch = Path(self._scratch)
         shutil.copyfile(self.notebook, scratch / "notebook.ipynb")
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop)
         env = sandbox.environment(str(scratch)) if not self.sandboxed else None
         if env is not None:
             import attnbook  # an editable install's lib/ may be needed on the path
@@ -147,10 +148,8 @@ class Submission:
 
     def stop(self) -> None:
         if self._process is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             self._process.wait()
             for stream in (self._process.stdin, self._process.stdout):
                 stream.close()
@@ -256,9 +255,13 @@ def _copy_back(local: Any, after: Any) -> None:
     """Make the tensors among ``local`` what the worker's copies became."""
     if isinstance(local, torch.Tensor) and isinstance(after, torch.Tensor):
         if local.shape == after.shape and local.dtype == after.dtype:
-            same = torch.equal(local.detach(), after) if not local.is_floating_point() else (
-                torch.equal(torch.isnan(local.detach()), torch.isnan(after))
-                and torch.equal(local.detach().nan_to_num(0), after.nan_to_num(0))
+            same = (
+                torch.equal(local.detach(), after)
+                if not local.is_floating_point()
+                else (
+                    torch.equal(torch.isnan(local.detach()), torch.isnan(after))
+                    and torch.equal(local.detach().nan_to_num(0), after.nan_to_num(0))
+                )
             )
             if not same:
                 with torch.no_grad():
@@ -299,11 +302,14 @@ class _Proxy:
             raise TypeError("the graded function is called with positional arguments only")
         submission = self._submission
         if submission.deaths.get(self.__name__, 0) >= _DEATHS:
-            raise RuntimeError(
-                f"not run again: {self.__name__} ended its process {_DEATHS} times"
-            )
+            raise RuntimeError(f"not run again: {self.__name__} ended its process {_DEATHS} times")
         grad = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
-        message = {"op": "call", "name": self.__name__, "args": wire.encode(list(args)), "grad": grad}
+        message = {
+            "op": "call",
+            "name": self.__name__,
+            "args": wire.encode(list(args)),
+            "grad": grad,
+        }
         try:
             answer = submission.request(message)
         except _Gone as err:

@@ -83,19 +83,25 @@ def question_from_test(source: str, filename: str = "test") -> Question:
         seed = keywords.get("seed", 0)
         cases.setdefault(seed, set()).add(positional[2])
     if not isinstance(name, str) or not isinstance(points, (int, float)) or check is None:
-        raise ValueError(f"{filename}: not a test file of make assignments (no name, points or case)")
+        raise ValueError(
+            f"{filename}: not a test file of make assignments (no name, points or case)"
+        )
     if not isinstance(answer, str) or not answer.isidentifier():
         raise ValueError(f"{filename}: the answer's name is missing")
     for seed, found in cases.items():
         if found != set(range(len(found))):
             raise ValueError(f"{filename}: the cases of seed {seed} are not 0..{len(found) - 1}")
-    return Question(name, float(points), check, answer, {s: len(c) for s, c in sorted(cases.items())})
+    return Question(
+        name, float(points), check, answer, {s: len(c) for s, c in sorted(cases.items())}
+    )
 
 
 def questions_from_zip(path: Path) -> list[Question]:
     """The checked questions the autograder zip's tests grade."""
     with zipfile.ZipFile(path) as archive:
-        names = sorted(n for n in archive.namelist() if n.startswith("tests/") and n.endswith(".py"))
+        names = sorted(
+            n for n in archive.namelist() if n.startswith("tests/") and n.endswith(".py")
+        )
         return [
             question_from_test(archive.read(n).decode("utf-8"), f"{path.name}:{n}") for n in names
         ]
@@ -109,12 +115,16 @@ def _passed(report) -> int:
     return sum(line.lstrip().startswith("ok") for line in report.lines)
 
 
-def grade_question(question: Question, fn, question_timeout: float | None) -> tuple[float, list[str]]:
+def grade_question(
+    question: Question, fn, question_timeout: float | None
+) -> tuple[float, list[str]]:
     """A question's points and feedback, its checker run on the proxy under each seed."""
     from attnbook.checks import report_for
 
     if fn is None:
-        return 0.0, [f"no function {question.answer} found: define {question.answer}(...) in its cell"]
+        return 0.0, [
+            f"no function {question.answer} found: define {question.answer}(...) in its cell"
+        ]
     reports = {}
     for seed, count in question.cases.items():
         report = report_for(question.check, fn, seed, timeout=question_timeout)
@@ -157,9 +167,7 @@ def grade_notebook(
     this process only compares the worker's answers with the checkers' references."""
     graded = Graded(name=name or Path(notebook).stem)
     started = time.monotonic()
-    submission = remote.Submission(
-        Path(notebook), sandboxed=sandboxed, deadline=started + timeout
-    )
+    submission = remote.Submission(Path(notebook), sandboxed=sandboxed, deadline=started + timeout)
     try:
         submission.start()
         graded.cell_errors = submission.cell_errors

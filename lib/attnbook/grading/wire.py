@@ -71,11 +71,7 @@ def _exception_class(name: str) -> type[BaseException]:
     themselves: the grader must not exit or stop because of a student's error.
     """
     found = getattr(builtins, name, None)
-    if (
-        isinstance(found, type)
-        and issubclass(found, Exception)
-        and found.__module__ == "builtins"
-    ):
+    if isinstance(found, type) and issubclass(found, Exception) and found.__module__ == "builtins":
         return found
     return type(name if name.isidentifier() else "Error", (RuntimeError,), {})
 
@@ -121,7 +117,7 @@ def _tensor(item: dict) -> torch.Tensor:
     if dtype is None:
         raise WireError(f"unknown tensor dtype {item.get('$tensor')!r}")
     if not isinstance(shape, list) or not all(
-        isinstance(s, int) and not isinstance(s, bool) and 0 <= s for s in shape
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
     ):
         raise WireError(f"bad tensor shape {shape!r}")
     try:
