@@ -5,8 +5,9 @@ yields the nodes that could replace it: a dim changed (``dim=-1`` to ``-2`` or
 ``0``), a bound off by one (``range``/``arange`` arguments, slice ends, an index,
 ``diagonal=``), ``<`` for ``<=``, ``+`` for ``-`` (or a minus dropped), ``*``
 for ``/``, a reduction swapped (sum, mean, max, min), a scale dropped, a fill
-of 0 for -inf, a transpose dropped. :func:`mutants` applies them one site at a
-time: every mutant differs from the source by one slip, and no two are alike.
+of 0 for -inf, a transpose dropped, ``keepdim=True`` dropped. :func:`mutants`
+applies them one site at a time: every mutant differs from the source by one
+slip, and no two are alike.
 No dependency beyond the standard library.
 """
 
@@ -183,6 +184,16 @@ def op_fill(node: ast.AST) -> Iterator[ast.AST]:
         yield ast.Constant(0.0)
 
 
+def op_keepdim(node: ast.AST) -> Iterator[ast.AST]:
+    """``keepdim=True`` dropped: the reduced axis is gone, and broadcasting lines the rest up anew."""
+    if isinstance(node, ast.Call):
+        for i, keyword in enumerate(node.keywords):
+            if keyword.arg == "keepdim":
+                new = copy.deepcopy(node)
+                del new.keywords[i]
+                yield new
+
+
 def op_transpose(node: ast.AST) -> Iterator[ast.AST]:
     """A transpose dropped: ``K.transpose(-2, -1)``, ``K.T``, ``x.permute(...)`` become ``K``, ``x``."""
     if isinstance(node, ast.Call) and _name(node.func) in _TRANSPOSES:
@@ -207,6 +218,7 @@ OPERATORS: dict[str, Callable[[ast.AST], Iterator[ast.AST]]] = {
     "scale": op_scale,
     "fill": op_fill,
     "transpose": op_transpose,
+    "keepdim": op_keepdim,
 }
 
 
