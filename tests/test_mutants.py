@@ -137,6 +137,17 @@ def test_the_classifier_tells_accepted_from_equivalent_and_rejected():
     assert len(lines) == sum(v.kind == "accepted" for v in verdicts.values())
 
 
+def test_a_run_leaves_torch_as_it_found_it():
+    printing = dict(vars(torch._tensor_str.PRINT_OPTS))
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    results = mutants.run({"check_entropy"})  # its chapter's setup seeds torch, sets printing
+    assert [r.exercise.check for r in results] == ["check_entropy"]
+    assert torch.equal(torch.rand(3), expected)
+    assert dict(vars(torch._tensor_str.PRINT_OPTS)) == printing
+
+
 @pytest.mark.slow
 def test_no_checker_accepts_a_mutant_of_its_solution():
     results = mutants.run()

@@ -317,10 +317,15 @@ def accepted(results: list[Result]) -> list[str]:
 
 
 def run(checks: set[str] | None = None, verbose: bool = False) -> list[Result]:
-    """Run every exercise (or those whose checker is in ``checks``); one thread for torch."""
-    import torch
+    """Run every exercise (or those whose checker is in ``checks``) on one torch thread.
 
-    threads = torch.get_num_threads()
+    The chapters' setup cells seed torch and set its print options: both are put
+    back afterwards, as is the number of threads, so that a test run in the same
+    process sees no change."""
+    import torch
+    from torch._tensor_str import PRINT_OPTS
+
+    threads, rng, printing = torch.get_num_threads(), torch.get_rng_state(), dict(vars(PRINT_OPTS))
     torch.set_num_threads(1)
     try:
         results = []
@@ -336,6 +341,8 @@ def run(checks: set[str] | None = None, verbose: bool = False) -> list[Result]:
         return results
     finally:
         torch.set_num_threads(threads)
+        torch.set_rng_state(rng)
+        vars(PRINT_OPTS).update(printing)
 
 
 def main(argv: list[str]) -> int:
