@@ -2,9 +2,10 @@
 
 Every checked exercise of the book (a code cell whose ``attnbook`` metadata
 names a ``check``) has a reference solution. This tool mutates that solution
-once per site with the slips of :data:`OPERATORS` (a dim changed, a bound off
-by one, ``<`` for ``<=``, ``+`` for ``-``, a reduction swapped, a scale dropped,
-a fill of 0 for -inf, a transpose dropped, ...), runs the checker on each
+once per site with the slips of ``tools.mutator.OPERATORS`` (a dim changed, a
+bound off by one, ``<`` for ``<=``, ``+`` for ``-``, ``*`` for ``/``, a
+reduction swapped, a scale dropped, a fill of 0 for -inf, a transpose or a
+``keepdim=True`` dropped), runs the checker on each
 mutant under seeds 0 and 1 (:func:`attnbook.checks.report_for`) and sorts it:
 
 * **named**: rejected, with a "Likely mistake" line (``report.mistake`` set);
@@ -17,7 +18,8 @@ mutant under seeds 0 and 1 (:func:`attnbook.checks.report_for`) and sorts it:
 The solution is what ``tools.assignments.solution_code`` extracts from its
 cell, run after the chapter's cells tagged ``setup``. The mutants come from
 tools/mutator.py (Python's own ``ast``, no dependency): one slip each, no two
-alike. A rejected mutant is run on seed 1 only when seed 0 passed it.
+alike. Seed 1 runs only on a mutant that seed 0 passed: a mutant's name is
+the one its first rejection gives.
 
     python -m tools.mutants [--check check_softmax,...] [--list]
 
@@ -273,7 +275,9 @@ def run_exercise(exercise: Exercise, operators: dict | None = None) -> Result:
                 whats, wanted = expected[seed]
                 got = _outcomes(recorded[seed])
                 differ = [w for w, a, b in zip(whats, wanted, got) if not _core._agree(a, b)]
-                if differ or len(got) != len(wanted):
+                if len(got) != len(wanted):
+                    differ.append(f"{len(got)} trials, not {len(wanted)}")
+                if differ:
                     verdict = Verdict(mutant, "accepted", f"seed {seed}: differs on {differ[0]!r}")
                     break
         result.verdicts.append(verdict)
