@@ -342,7 +342,7 @@ SOURCE_TESTS := tests/test_notebooks.py tests/test_readers_edition.py tests/test
   tests/test_regression_bites.py tests/test_release.py tests/test_readme.py \
   tests/test_instructor_guide.py tests/test_slides.py tests/test_exercise_metadata.py tests/test_grade.py tests/test_lms.py \
   tests/test_student_edition.py tests/test_cpu_paths.py \
-  tests/test_install.py
+  tests/test_install.py tests/test_mutants.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q -m "not slow" $(BOOK_TESTS) \

@@ -34,6 +34,14 @@ def previous_with_query_0(weights):  # counts query 0, which has no previous tok
     return previous_ok(weights) * (n - 1) / n
 
 
+def previous_from_query_0(weights):  # key 0 - 1 of query 0 is key -1, the last key
+    batch, heads, n, _ = weights.shape
+    total = torch.zeros(heads, dtype=weights.dtype)
+    for i in range(n):
+        total += weights[:, :, i, i - 1].sum(0)
+    return total / (batch * (n - 1))
+
+
 def previous_per_sequence(weights):  # forgets to average over the batch
     return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)
 
@@ -72,6 +80,7 @@ CHECKERS = {
         [
             (previous_diagonal, "a perfect previous-token head scores 1"),
             (previous_with_query_0, "a perfect previous-token head scores 1"),
+            (previous_from_query_0, "a perfect previous-token head scores 1"),
             (previous_per_sequence, "random causal weights, batch 3, 2 heads, 7 positions"),
         ],
     ),

@@ -36,6 +36,12 @@ def _previous_with_query_0(weights: torch.Tensor) -> torch.Tensor:
     return weights.diagonal(offset=-1, dim1=-2, dim2=-1).sum(dim=-1).mean(0) / n
 
 
+def _previous_wrapping_round(weights: torch.Tensor) -> torch.Tensor:
+    batch, _, n, _ = weights.shape
+    total = weights.diagonal(offset=-1, dim1=-2, dim2=-1).sum(dim=(0, 2))
+    return (total + weights[:, :, 0, -1].sum(0)) / (batch * (n - 1))
+
+
 @knows(
     Mistake(
         "the diagonal",
@@ -68,6 +74,13 @@ def _previous_with_query_0(weights: torch.Tensor) -> torch.Tensor:
         "this looks like a sum over the queries and the batch: the score is their average, "
         "so that a perfect previous-token head scores 1; " + _PATTERNS,
     ),
+    Mistake(
+        "wraps round",
+        _previous_wrapping_round,
+        "this looks like a loop that starts at query 0: its key 0 - 1 is key -1, which "
+        "Python reads as the last key, so query 0's weight on the last key is counted; "
+        "query 0 has no previous token, so start at query 1; " + _PATTERNS,
+    ),
 )
 def check_previous_token_score(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
     """Check ``fn(weights)``: each head's previous-token score.
@@ -85,6 +98,11 @@ def check_previous_token_score(fn: Callable[[torch.Tensor], torch.Tensor]) -> Ch
     itself = torch.eye(6)
     hands = torch.stack([previous, uniform, itself]).unsqueeze(0)  # (1, 3, 6, 6)
     random = _causal_random(3, 2, 7, g)
+    # Query 0 has no previous token, so where it looks does not count: here on the
+    # last key, where a loop from query 0 (key 0 - 1 wraps round to key n - 1) finds it.
+    perfect = previous.clone()
+    perfect[0] = 0.0
+    perfect[0, -1] = 1.0
     hint_diag = (
         "the previous token of query i is key i - 1, one below the diagonal (the diagonal is "
         "the query itself); " + _PATTERNS
@@ -102,7 +120,7 @@ def check_previous_token_score(fn: Callable[[torch.Tensor], torch.Tensor]) -> Ch
         ),
         (
             "a perfect previous-token head scores 1",
-            (previous.reshape(1, 1, 6, 6),),
+            (perfect.reshape(1, 1, 6, 6),),
             torch.ones(1),
             hint_zero,
         ),
