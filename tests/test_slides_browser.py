@@ -4,7 +4,8 @@ Every deck: within 1 MiB (its HTML; what it loads besides is shared by every
 deck in _build/html/slides/_static), no request leaves the page, no console
 error, the mathematics typeset, no slide taller than the slide, every explorer
 answers its keyboard and draws each new frame exactly over its picture, every
-live explorer answers the reader's own input, and a PDF with one page per slide.
+live explorer answers the reader's own input, and a PDF with one page per slide
+whose links lead to the published website.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import re
 import pytest
 
 from tools import slides
+from tools.book_index import site_url
 from tools.browser import Offline, controls, picture, step_control
-from tools.site import serve
+from tools.site import config, serve
 
 NAMES = slides.deck_names()
 
@@ -64,6 +66,30 @@ def test_pdf_has_a_page_per_slide(name):
     pages = len(PdfReader(slides.OUT / f"{name}.pdf").pages)
     sections = built(name).read_text(encoding="utf-8").count("<section")
     assert pages == sections, f"{name}.pdf: {pages} pages for {sections} slides"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pdf_links_lead_to_the_published_book_not_the_print_server(name):
+    """The decks are printed from a local server; a link in the PDF must lead to the
+    published website (the title slide's to the chapter), never to 127.0.0.1."""
+    pdf = slides.OUT / f"{name}.pdf"
+    links = slides.pdf_links(pdf)
+    assert slides.local_links(pdf) == [], f"{name}.pdf links to this machine: {links}"
+    chapter = site_url(config()) + f"book/{name}.html"
+    assert (1, chapter) in links, f"{name}.pdf: the title slide does not link {chapter}: {links}"
+
+
+def test_printing_refuses_a_pdf_that_links_the_print_server(tmp_path, monkeypatch):
+    """The links left as the page has them (relative), the print comes out linking
+    127.0.0.1, and tools.slides refuses it by name rather than write it."""
+    import shutil
+
+    name = "masked-softmax"
+    shutil.copytree(slides.OUT / "_static", tmp_path / "_static")
+    shutil.copyfile(built(name), tmp_path / f"{name}.html")
+    monkeypatch.setattr(slides, "PUBLISH_LINKS_JS", "() => {}")
+    with pytest.raises(RuntimeError, match=r"links \(page, address\) to the print server"):
+        slides.print_pdfs([name], out=tmp_path)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -25,9 +25,10 @@ slide notebook's own; any other deck is executed afresh. Code is never shown, on
 then SVG, then PNG, then plain text, and printed text.
 
 Written into ``_build/html/slides/`` (the website publishes that folder):
-``NAME.html`` and ``NAME.pdf`` per deck, and once for all decks ``_static/``:
-reveal.js (from ``slides/node_modules``, installed by ``npm ci`` from
-``slides/package-lock.json``) and MathJax 3 (from the Python lock's
+``NAME.html`` and ``NAME.pdf`` per deck (the PDF's links lead to the published
+website, :func:`published_decks`, not to the local server it is printed from),
+and once for all decks ``_static/``: reveal.js (from ``slides/node_modules``,
+installed by ``npm ci`` from ``slides/package-lock.json``) and MathJax 3 (from the Python lock's
 ``sphinx-mathjax-offline``). A deck's size is its HTML alone: everything it
 loads besides is in ``_static/``, shared by every deck and loaded once.
 ``_build/html/slides/build.json`` records each deck's size and build time.
@@ -309,8 +310,52 @@ def build_deck(name: str, out: Path = OUT, executed: Path | None = None) -> dict
     }
 
 
+# Hosts of the local server the decks are printed from: no link in a PDF may lead there.
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+
+
+def published_decks() -> str:
+    """Where the website publishes the decks, ``https://OWNER.github.io/REPO/slides/``
+    (:func:`tools.book_index.site_url` of ``_config.yml``'s repository)."""
+    from tools.book_index import site_url
+    from tools.site import config
+
+    return site_url(config()) + "slides/"
+
+
+def pdf_links(pdf: Path) -> list[tuple[int, str]]:
+    """Every link of a PDF as (page number from 1, URI), in page order."""
+    from pypdf import PdfReader
+
+    links = []
+    for number, page in enumerate(PdfReader(pdf).pages, start=1):
+        for annotation in page.get("/Annots") or []:
+            annotation = annotation.get_object()
+            action = annotation.get("/A")
+            if annotation.get("/Subtype") == "/Link" and action and "/URI" in action:
+                links.append((number, str(action["/URI"])))
+    return links
+
+
+def local_links(pdf: Path) -> list[tuple[int, str]]:
+    """The links of a PDF that lead to this machine (the print server), not to the web."""
+    from urllib.parse import urlparse
+
+    return [(n, uri) for n, uri in pdf_links(pdf) if urlparse(uri).hostname in LOCAL_HOSTS]
+
+
+# Every link of the printed page made absolute against the deck's published address: a
+# relative link (the title slide's ``../book/NAME.html``, a ``#/3``) would otherwise be
+# printed against the local server's, http://127.0.0.1:PORT/..., dead once the PDF is shared.
+PUBLISH_LINKS_JS = """published => {
+    for (const link of document.querySelectorAll('a[href]'))
+        link.href = new URL(link.getAttribute('href'), published).href;
+}"""
+
+
 def _print_once(browser, url: str, pdf: Path, name: str) -> None:
-    """One print of a deck's ``?print-pdf`` view, once its pages and mathematics are laid out."""
+    """One print of a deck's ``?print-pdf`` view, once its pages and mathematics are laid
+    out, its links pointing at the published deck (:func:`published_decks`)."""
     from tools.browser import Offline
 
     with Offline(browser, viewport={"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT}) as tab:
@@ -318,6 +363,7 @@ def _print_once(browser, url: str, pdf: Path, name: str) -> None:
         tab.page.wait_for_function("window.Reveal && Reveal.isReady()")
         tab.page.evaluate("MathJax.startup.promise")
         tab.page.wait_for_function("document.documentElement.dataset.pdfReady === '1'")
+        tab.page.evaluate(PUBLISH_LINKS_JS, published_decks() + f"{name}.html")
         tab.page.emulate_media(media="print")
         tab.page.pdf(path=str(pdf), prefer_css_page_size=True, print_background=True)
         if tab.blocked or tab.errors:
@@ -347,6 +393,12 @@ def print_pdfs(names: list[str], out: Path = OUT) -> dict[str, dict]:
                     break
                 if attempt == 2:
                     raise RuntimeError(f"{pdf}: {pages} pages printed for {slides} slides")
+            local = local_links(pdf)
+            if local:
+                raise RuntimeError(
+                    f"{pdf}: links (page, address) to the print server, dead once the PDF "
+                    f"is shared: {local}; every link must lead to {published_decks()}"
+                )
             results[name] = {
                 "pdf_bytes": pdf.stat().st_size,
                 "pdf_seconds": round(time.perf_counter() - start, 1),
