@@ -5,7 +5,8 @@ deck in _build/html/slides/_static), no request leaves the page, no console
 error, the mathematics typeset, no slide taller than the slide, every explorer
 answers its keyboard and draws each new frame exactly over its picture, every
 live explorer answers the reader's own input, and a PDF with one page per slide
-whose links lead to the published website.
+whose links lead to the published website and whose title page carries the
+book's credit and licences.
 """
 
 from __future__ import annotations
@@ -77,6 +78,22 @@ def test_pdf_links_lead_to_the_published_book_not_the_print_server(name):
     assert slides.local_links(pdf) == [], f"{name}.pdf links to this machine: {links}"
     chapter = site_url(config()) + f"book/{name}.html"
     assert (1, chapter) in links, f"{name}.pdf: the title slide does not link {chapter}: {links}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pdf_title_page_carries_the_credit_and_licences(name):
+    """The printed deck, shared alone, still says whose it is and under which licences
+    (tools.slides.credit_html on the title slide), with working links to both."""
+    from pypdf import PdfReader
+
+    pdf = slides.OUT / f"{name}.pdf"
+    text = " ".join(PdfReader(pdf).pages[0].extract_text().split())
+    book = config()
+    for wanted in (book["title"], book["author"], "licensed under CC BY 4.0", "and MIT"):
+        assert wanted in text, f"{name}.pdf, title page: no {wanted!r} in {text!r}"
+    links = [uri for page, uri in slides.pdf_links(pdf) if page == 1]
+    for wanted in (site_url(book), slides.CC_BY, slides.MIT):
+        assert wanted in links, f"{name}.pdf, title page: no link to {wanted}: {links}"
 
 
 def test_printing_refuses_a_pdf_that_links_the_print_server(tmp_path, monkeypatch):

@@ -150,6 +150,30 @@ def render_cell(cell, where: str) -> str:
     return ""
 
 
+# The book's two licences, as LICENSE gives them and every page of the website links them
+# in its footer (_config.yml's html.extra_footer; tests/test_slides.py checks they agree).
+CC_BY = "https://creativecommons.org/licenses/by/4.0/"
+MIT = "https://opensource.org/license/mit"
+
+
+def credit_html(config: dict | None = None) -> str:
+    """The title slide's credit and licence line, so that a deck shared on its own says
+    whose it is, where the book is and how it may be reused: the instructor guide's
+    credit line, for the book itself. The addresses are written out, for paper."""
+    from tools.book_index import site_url
+    from tools.site import config as read_config
+
+    config = read_config() if config is None else config
+    book = site_url(config)
+    title, author = html.escape(config["title"]), html.escape(config["author"])
+    return (
+        f'<p class="attnbook-deck-credit">&ldquo;{title}&rdquo; by {author}, '
+        f'<a href="{book}">{book}</a>, licensed under CC BY 4.0 '
+        f'(<a rel="license" href="{CC_BY}">{CC_BY}</a>: the text, figures and these slides) '
+        f'and MIT (<a rel="license" href="{MIT}">{MIT}</a>: the code).</p>'
+    )
+
+
 STYLE = """
 .reveal { --r-main-font-size: 28px; --r-heading1-size: 2.1em; --r-heading2-size: 1.45em;
   --r-heading3-size: 1.1em; }
@@ -166,6 +190,7 @@ STYLE = """
 .reveal .attnbook-output img { margin: 0; }
 .reveal .attnbook-checkpoint { border-left: 6px solid #2a76dd; padding-left: 0.6em; }
 .reveal .attnbook-deck-source { font-size: 0.6em; color: #555; }
+.reveal .attnbook-deck-credit { font-size: 0.5em; color: #555; margin-top: 3em; }
 .reveal table { font-size: 0.8em; }
 """
 
@@ -220,6 +245,8 @@ def deck_html(nb, name: str) -> str:
     for number, slide in enumerate(slides, start=1):
         where = f"{name}, slide {number}"
         body = "\n".join(render_cell(cell, where) for cell in slide["cells"])
+        if number == 1:
+            body += "\n" + credit_html()
         notes = "\n".join(render_cell(cell, where) for cell in slide["notes"])
         aside = f'<aside class="notes">{notes}</aside>' if notes else ""
         css = ' class="title-slide"' if number == 1 else ""
