@@ -375,8 +375,8 @@ def local_links(pdf: Path) -> list[tuple[int, str]]:
 # relative link (the title slide's ``../book/NAME.html``, a ``#/3``) would otherwise be
 # printed against the local server's, http://127.0.0.1:PORT/..., dead once the PDF is shared.
 PUBLISH_LINKS_JS = """published => {
-    for (const link of document.querySelectorAll('a[href]'))
-        link.href = new URL(link.getAttribute('href'), published).href;
+    for (const link of document.querySelectorAll('a[href]'))  // an SVG's <a> too
+        link.setAttribute('href', new URL(link.getAttribute('href'), published).href);
 }"""
 
 
