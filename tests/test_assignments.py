@@ -71,6 +71,7 @@ def test_the_student_notebook_holds_no_solution(built):
     assert answers == [
         "def masked_softmax_renorm(X, valid_lens):\n    ...",
         "def causal_lengths(batch, queries):\n    ...",
+        "# Your code here.",  # exercise 4 asks for masked_softmax_bool: a code cell
     ]
 
 

@@ -250,6 +250,21 @@ tests:
 """
 
 
+def written_code(question: Question) -> str | None:
+    """A code answer cell for a written exercise that asks for a function ("Write
+    `name(...)`"): the model answer's first Python block, hidden from the student
+    behind otter's solution markers, so that the student gets a code cell to
+    write in beside the text cell. None when the exercise asks for no code."""
+    if not re.search(r"\bWrite\s+`\w+\(", question.prompt) or not question.rubric:
+        return None
+    block = re.search(r"```python\n(.*?)```", question.rubric, re.S)
+    if block is None:
+        return None
+    return (
+        f"# Your code here.\n# BEGIN SOLUTION NO PROMPT\n{block.group(1).rstrip()}\n# END SOLUTION"
+    )
+
+
 def master(path: Path, questions: list[Question], seed: int) -> nbformat.NotebookNode:
     """The otter master notebook of a chapter's chosen exercises."""
     chapter = nbformat.read(path, as_version=4)
@@ -275,10 +290,12 @@ def master(path: Path, questions: list[Question], seed: int) -> nbformat.Noteboo
     ]
     for q in questions:
         if q.check is None:
+            code = written_code(q)
             cells += [
                 new_raw_cell(f"# BEGIN QUESTION\nname: {q.name}\nmanual: true\npoints: {q.stars}"),
                 new_markdown_cell(q.prompt),
                 new_raw_cell("# BEGIN SOLUTION"),
+                *([new_code_cell(code)] if code else []),
                 new_markdown_cell(q.rubric or "(no model answer in the book)"),
                 new_raw_cell("# END SOLUTION"),
                 new_raw_cell("# END QUESTION"),
