@@ -57,6 +57,13 @@ def test_notation_page_follows_the_preface_and_is_linked_from_it():
     notation = (BOOK / "notation.md").read_text()
     for must in ("$n$", "$d$", "$\\sigma$", "(batch, queries, keys)", "counted from 0"):
         assert must in notation, f"notation.md does not define {must}"
+    # A reference for later, grouped by Part, every letter used twice said apart.
+    assert "reference for" in notation
+    parts = re.findall(r"^## (Part [IV]+):", notation, re.M)
+    assert parts == ["Part I", "Part II", "Part III", "Part IV"]
+    twice = notation.split("## Letters with two meanings", 1)[1]
+    for letter in ("$L$", "$p$", "$\\mathbf{R}$", "$\\mathbf{z}$", "$m$", "`num_hiddens`"):
+        assert f"| {letter} |" in twice, f"notation.md does not say apart the meanings of {letter}"
 
 
 def test_every_chapter_notebook_is_in_the_book():
