@@ -31,6 +31,9 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
+from ._source import Shortcut, shortcut_taken
+from ._source import source_of as source_of  # the source a refusal reads
+
 # The chapters, by the titles the reader sees.
 _QKV = "Queries, Keys and Values"
 _POOLING = "Attention Pooling by Similarity"
@@ -435,6 +438,7 @@ def _run(
     mistakes: Sequence[Mistake] = (),
     probe: Callable[[Callable], Callable] | None = None,
     explain: Callable[[Case, Any], str | None] | None = None,
+    refuse: Sequence[Shortcut] = (),
 ) -> CheckReport:
     """Run ``fn`` on every case and report, one line per case, then the likely mistake.
 
@@ -457,10 +461,16 @@ def _run(
     the first failing case whose answer no known mistake explains (which
     entries, and what that pattern usually means); it then replaces the
     case hints, which restate the method.
+
+    ``refuse`` lists the shortcuts the exercise forbids (see :mod:`._source`):
+    a function whose source takes one is not run, and fails every case.
     """
     if not callable(fn):
         raise TypeError(f"fn must be a function, got {fn!r}")
     cases = [_to_case(case) for case in cases]
+    taken = shortcut_taken(fn, refuse)
+    if taken is not None:
+        return _refused(name, cases, *taken)
     report = CheckReport(name)
     outcomes, problems, wrong, edits = [], [], [], []
     for case in cases:
@@ -537,6 +547,21 @@ def _run(
         hint = next((c.hint for c, w in zip(cases, wrong) if w and c.hint), None)
         if hint:
             report.diagnosis = f"  Hint: {hint}"
+    return report
+
+
+def _refused(name: str, cases: list[Case], shortcut: Shortcut, where: str) -> CheckReport:
+    """The report of a function that takes a shortcut its exercise forbids: every
+    case fails, each saying what was refused and why."""
+    report = CheckReport(name, mistake=f"refused: {shortcut.name}")
+    reason = f"refused: it uses {where}, {shortcut.why}"
+    for case in cases:
+        report.lines.append(f"  FAIL  {case.description}: {reason}")
+        report.failures.append(case.description)
+    report.diagnosis = (
+        f"  Refused: your function uses {where}, {shortcut.why}; no case earns a point "
+        "until it is gone (comments and strings do not count)"
+    )
     return report
 
 

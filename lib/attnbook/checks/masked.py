@@ -21,6 +21,7 @@ from ._core import (
     knows,
 )
 from ._draws import _draws
+from ._source import Shortcut
 from ._explain import explainer
 
 # ---------------------------------------------------------------- Masked Softmax
@@ -420,8 +421,26 @@ def check_masked_softmax(
         cases,
         mistakes=check_masked_softmax.mistakes,
         explain=explainer(("sequence", "query", "key")),
+        refuse=_RENORM_SHORTCUTS,
     )
 
+
+#: What exercise 1 forbids: the book's own answer, and the dtype's extreme value as a
+#: fill ("never writes a large negative number"), found in the reader's source.
+_RENORM_SHORTCUTS = (
+    Shortcut(
+        "the book's masked_softmax",
+        ("attnbook.masking.masked_softmax",),
+        "the book's own masked softmax: the exercise asks you to write it yourself",
+    ),
+    Shortcut(
+        "a fill of the dtype's extreme value",
+        ("torch.finfo().min", "torch.finfo().max", "numpy.finfo().min", "numpy.finfo().max"),
+        "the dtype's extreme value, a large negative fill: the exercise never writes a "
+        "large negative number (shift by the maximum over the valid keys, zero the masked "
+        "differences, exponentiate, divide by the row sum)",
+    ),
+)
 
 _CAUSAL = _see("Building a masked softmax, step by step", _MASKED)
 
