@@ -21,8 +21,8 @@ from ._core import (
     knows,
 )
 from ._draws import _draws
-from ._source import Shortcut
 from ._explain import explainer
+from ._source import Shortcut
 
 # ---------------------------------------------------------------- Masked Softmax
 
@@ -193,6 +193,16 @@ _NO_FILL = (
         "this looks like exp(X) times the mask with no shift: a huge masked score "
         "overflows to inf (inf * 0 = NaN), and scores around -1e7 underflow to 0; "
         "subtract the maximum over the valid keys first; "
+        + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+    Mistake(
+        "no shift, masked zeroed first",
+        lambda X, lens: _renorm(X, lens, shift=None),
+        "this looks like no shift: the masked scores are zeroed before exp, as they should "
+        "be, but no row's maximum is subtracted, so real scores around -1e7 underflow to "
+        "exp(...) = 0 (a row of zeros) and scores near 100 overflow float32's exp "
+        "(inf / inf = NaN); subtract each row's maximum over its valid keys first, so "
+        "that the largest exponent is exp(0) = 1; "
         + _see("Building a masked softmax, step by step", _MASKED),
     ),
     Mistake(

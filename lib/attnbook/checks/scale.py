@@ -19,6 +19,7 @@ from ._draws import _draws
 from ._explain import describe
 from ._probes import _watched
 from ._source import Shortcut
+from .tiled import check_tiled_causal as check_tiled_causal  # re-exported: it lived here
 
 #: Exercise 1 writes the online softmax from scratch: the book's own is refused.
 _ONLINE_SHORTCUT = Shortcut(
@@ -26,7 +27,6 @@ _ONLINE_SHORTCUT = Shortcut(
     ("attnbook.flash.online_softmax", "attnbook.flash.online_normalizer"),
     "the book's own online softmax: the exercise asks you to write it from scratch",
 )
-from .tiled import check_tiled_causal as check_tiled_causal  # re-exported: it lived here
 
 _SCALE = "Attention at Scale"
 _ONLINE = _see("Online softmax", _SCALE)
