@@ -249,7 +249,9 @@ def _is_module(dotted: str | None) -> bool:
     return True
 
 
-def _scan(text: str, scope: dict | None, shortcuts: Sequence[Shortcut]) -> tuple[Shortcut, str] | None:
+def _scan(
+    text: str, scope: dict | None, shortcuts: Sequence[Shortcut]
+) -> tuple[Shortcut, str] | None:
     try:
         tree = ast.parse(text)
     except SyntaxError:
