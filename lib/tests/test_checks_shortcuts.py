@@ -162,6 +162,9 @@ def test_a_graders_proxy_hands_over_the_source():
     assert report.mistake == _BOOK_SOFTMAX, repr(report)
     Proxy.__attnbook_source__ = "def masked_softmax_renorm(X, valid_lens):\n    return 0\n"
     assert checks.check_masked_softmax(Proxy()).passed
+    for odd in ("def broken(:", "(" * 500 + ")" * 500):  # nothing to read: checked on its cases
+        Proxy.__attnbook_source__ = odd
+        assert checks.check_masked_softmax(Proxy()).passed
 
 
 def test_a_function_without_source_is_checked_on_its_cases_alone():
@@ -344,3 +347,57 @@ def test_an_in_place_edit_is_named_and_never_as_a_fill(fn, mistake):
     assert report.mistake == mistake, repr(report)
     assert "in place" in report.diagnosis
     assert "fill of" not in report.diagnosis
+
+
+# ---------------------------------------------------------------- a grader's proxy, other exercises
+
+# (checker, the source a proxy hands over, the refusal's name). In this process a
+# runtime probe catches these calls under its own name (test_checks_fresh.py); a
+# function that runs in another process is out of its sight, so its source is read.
+REMOTE = [
+    ("check_layer_norm", "return F.layer_norm(X, X.shape[-1:], g, b, eps)", "a library layer norm"),
+    ("check_layer_norm", "return norms.LayerNorm(X.shape[-1])(X)", "a library layer norm"),
+    ("check_rope_scores", "return apply_rope(q, p) @ apply_rope(k, p).mT", "apply_rope"),
+    ("check_patchify", "return patches.patchify(images, p)", "patchify"),
+    ("check_attention_rollout", "return explain.attention_rollout(w)", "attention_rollout"),
+    (
+        "check_decoder_masks",
+        "return nn.Transformer.generate_square_subsequent_mask(m) < 0, pad",
+        "generate_square_subsequent_mask",
+    ),
+    (
+        "check_mha_parameter_count",
+        "return multihead.MultiHeadAttention(D, h).numel()",
+        "MultiHeadAttention(...)",
+    ),
+    ("check_online_softmax", "return torch.softmax(X, dim=-1)", "torch.softmax"),
+    (
+        "check_tiled_causal",
+        "return F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+        "scaled_dot_product_attention or a softmax",
+    ),
+]
+
+
+def _proxy(right, source: str):
+    """What a grader that runs the answer in another process hands the checker."""
+
+    def proxy(*args):
+        return right(*args)
+
+    proxy.__attnbook_source__ = source
+    return proxy
+
+
+@pytest.mark.parametrize(("checker", "body", "name"), REMOTE)
+def test_a_proxys_source_is_read_where_a_runtime_probe_cannot_see(checker, body, name):
+    from test_checks_fresh import RIGHT
+
+    if checker == "check_rope_scores":
+        body = "from attnbook.rope import apply_rope\n    " + body
+    source = f"def answer(*args):\n    {body}\n"
+    report = getattr(checks, checker)(_proxy(RIGHT[checker], source))
+    assert report.mistake == f"refused: {name}", repr(report)
+    assert len(report.failures) == len(report.lines)
+    clean = getattr(checks, checker)(_proxy(RIGHT[checker], "def answer(*args):\n    pass\n"))
+    assert clean.passed, repr(clean)

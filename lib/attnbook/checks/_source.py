@@ -33,8 +33,10 @@ from dataclasses import dataclass
 #: reader's function and of the notebook definitions it uses.
 SOURCE_ATTRIBUTE = "__attnbook_source__"
 
-# How many definitions source_of follows from one function, at most.
+# How many definitions source_of follows from one function, at most, and how many
+# characters it trims off the end of a lambda's lines to find the lambda.
 _MAX_DEFINITIONS = 64
+_MAX_TRIM = 400
 
 # Names a notebook binds in its setup cell, for source without its globals (a
 # proxy's): the usual aliases of torch, and the book's modules by their names.
@@ -52,12 +54,18 @@ class Shortcut:
     value that is not a module (``"softmax"`` refuses ``X.softmax(dim=-1)``).
     ``name`` becomes the report's ``mistake``; ``why`` says why the exercise
     forbids it, in words that complete "it uses ... : ".
+
+    ``remote`` marks a shortcut that a runtime probe of :mod:`._probes` already
+    catches, under its own name, when the function runs in this process: it is
+    read only in the source a grader's proxy hands over (``__attnbook_source__``),
+    whose calls run in another process, out of the probe's sight.
     """
 
     name: str
     names: tuple[str, ...]
     why: str
     methods: tuple[str, ...] = ()
+    remote: bool = False
 
 
 def _unwrapped(fn: Callable) -> Callable:
@@ -85,7 +93,9 @@ def _parses(text: str) -> str | None:
     if start < 0:
         return None
     piece = text[start:].rstrip()
-    while piece:
+    for _ in range(_MAX_TRIM):
+        if not piece:
+            break
         try:
             ast.parse(piece)
             return piece
@@ -97,7 +107,7 @@ def _parses(text: str) -> str | None:
 def _own_source(obj: object) -> str | None:
     try:
         text = inspect.getsource(obj)
-    except (OSError, TypeError):  # a builtin, or code typed at a prompt without a file
+    except Exception:  # a builtin, code typed at a prompt, a stale or odd linecache
         return None
     return _parses(text)
 
@@ -142,6 +152,14 @@ def source_of(fn: Callable) -> str | None:
                 pieces.append(text)
                 todo.append(text)
     return "\n\n".join(pieces)
+
+
+#: PyTorch's softmax, however spelled (log_softmax too: its exp is the softmax).
+SOFTMAXES = tuple(
+    f"{where}.{name}"
+    for where in ("torch", "torch.nn.functional", "torch.special", "torch.Tensor")
+    for name in ("softmax", "log_softmax")
+) + ("torch.nn.Softmax", "torch.nn.LogSoftmax")
 
 
 # ---------------------------------------------------------------- finding a shortcut
@@ -288,7 +306,11 @@ def shortcut_taken(fn: Callable, shortcuts: Sequence[Shortcut]) -> tuple[Shortcu
     ``fn`` itself being a forbidden function (``masked_softmax_renorm =
     masking.masked_softmax``) counts. Otherwise the source of :func:`source_of`
     is read; the functions of the library itself (its known mistakes) are not.
+    A ``remote`` shortcut counts only in a proxy's ``__attnbook_source__``.
     """
+    given = getattr(fn, SOURCE_ATTRIBUTE, None)
+    if not isinstance(given, str):
+        shortcuts = [s for s in shortcuts if not s.remote]
     if not shortcuts:
         return None
     inner = _unwrapped(fn)
@@ -297,12 +319,14 @@ def shortcut_taken(fn: Callable, shortcuts: Sequence[Shortcut]) -> tuple[Shortcu
             obj = _object_at(dotted)
             if obj is not None and (inner is obj or fn is obj):
                 return shortcut, f"{dotted} itself"
-    given = getattr(fn, SOURCE_ATTRIBUTE, None)
-    if isinstance(given, str):
-        return _scan(given, None, shortcuts)
-    if str(getattr(inner, "__module__", "")).startswith("attnbook."):
+    if not isinstance(given, str) and str(getattr(inner, "__module__", "")).startswith("attnbook."):
         return None
-    text = source_of(fn)
-    if text is None:
+    try:
+        if isinstance(given, str):
+            return _scan(given, None, shortcuts)
+        text = source_of(fn)
+        if text is None:
+            return None
+        return _scan(text, getattr(inner, "__globals__", None), shortcuts)
+    except (RecursionError, SyntaxError, ValueError):  # source too deep or odd to read
         return None
-    return _scan(text, getattr(inner, "__globals__", None), shortcuts)

@@ -17,17 +17,12 @@ from ._core import (
     knows,
 )
 from ._explain import explainer
-from ._source import Shortcut
+from ._source import SOFTMAXES, Shortcut
 
-_SOFTMAXES = tuple(
-    f"{where}.{name}"
-    for where in ("torch", "torch.nn.functional", "torch.special", "torch.Tensor")
-    for name in ("softmax", "log_softmax")
-) + ("torch.nn.Softmax", "torch.nn.LogSoftmax")
 #: Exercise 2 writes the softmax "from scratch (no torch.softmax)".
 _SOFTMAX_SHORTCUT = Shortcut(
     "torch.softmax",
-    _SOFTMAXES,
+    SOFTMAXES,
     "PyTorch's softmax: the exercise asks you to write the softmax from scratch",
     methods=("softmax", "log_softmax"),
 )
