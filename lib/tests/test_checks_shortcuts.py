@@ -401,3 +401,16 @@ def test_a_proxys_source_is_read_where_a_runtime_probe_cannot_see(checker, body,
     assert len(report.failures) == len(report.lines)
     clean = getattr(checks, checker)(_proxy(RIGHT[checker], "def answer(*args):\n    pass\n"))
     assert clean.passed, repr(clean)
+
+
+class _CallableShortcut:
+    def __call__(self, X, valid_lens):
+        return masking.masked_softmax(X, valid_lens)
+
+
+def test_a_callable_object_is_read_through_its_class():
+    from attnbook.checks._core import source_of
+
+    assert "class _CallableShortcut" in source_of(_CallableShortcut())
+    report = checks.check_masked_softmax(_CallableShortcut())
+    assert report.mistake == _BOOK_SOFTMAX, repr(report)

@@ -137,7 +137,8 @@ def source_of(fn: Callable) -> str | None:
     if own is None:
         return None
     module = getattr(fn, "__module__", None)
-    scope = getattr(fn, "__globals__", None) or vars(inspect.getmodule(fn) or types)
+    home = inspect.getmodule(fn)
+    scope = getattr(fn, "__globals__", None) or (vars(home) if home is not None else {})
     pieces, seen, todo = [own], {id(fn)}, [own]
     while todo and len(pieces) < _MAX_DEFINITIONS:
         for name in sorted(_referenced(todo.pop())):
