@@ -274,8 +274,14 @@ def test_checker_hints_name_sections_that_exist():
                 )
 
 
-def test_preface_links_its_scale_claim_to_attention_learns():
-    # The preface says the square root matters for gradients; chapter 8 shows it in training.
+def test_preface_links_its_scale_claim_to_the_books_measurements():
+    # The reason for the square root is told once, in scoring functions' section
+    # sec-why-sqrt-d; the preface's short version links it and chapter 8's runs, and
+    # no longer says the unscaled softmax passes no gradient (the measurements refute it).
     text = (BOOK / "intro.md").read_text()
-    claim = text.index("passes almost no gradient back")
-    assert "<chap-attention-learns>" in text[claim : claim + 200]
+    claim = text.index("single square root in the denominator")
+    window = text[claim : claim + 800]
+    assert "<chap-attention-learns>" in window and "<sec-why-sqrt-d>" in window
+    assert "passes almost no gradient back" not in text
+    scoring = (BOOK / "scoring-functions.ipynb").read_text()
+    assert scoring.count("(sec-why-sqrt-d)=") == 1
