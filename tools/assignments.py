@@ -335,6 +335,33 @@ def requirements() -> str:
     )
 
 
+def for_colab(path: Path, questions: list[Question]) -> None:
+    """Let the student notebook run in Colab: the install cell first, then otter's
+    first cell made to start, in Colab only, attnbook.grading.colab's stand-in
+    (otter 7 cannot find its tests there) instead of otter."""
+    nb = nbformat.read(path, as_version=4)
+    (init,) = [c for c in nb.cells if c.cell_type == "code" and "otter.Notebook(" in c.source]
+    (install,) = [
+        c for c in nb.cells if c.cell_type == "code" and "Colab only: install" in c.source
+    ]
+    checked = {q.name: (q.check, q.answer) for q in questions if q.check}
+    pairs = "".join(f"\n        {name!r}: {pair!r}," for name, pair in checked.items())
+    init.source = (
+        "# Initialize Otter. In Colab, where otter cannot run this notebook, the book's own\n"
+        "# checks stand in for it (attnbook.grading.colab): grader.check shows the same report.\n"
+        "import sys\n\n"
+        'if "google.colab" in sys.modules:\n'
+        "    from attnbook.grading.colab import Notebook\n\n"
+        f"    grader = Notebook({{{pairs}\n    }})\n"
+        "else:\n"
+        "    import otter\n\n"
+        f'    grader = otter.Notebook("{path.name}")'
+    )
+    nb.cells.remove(install)
+    nb.cells.insert(0, install)
+    nbformat.write(nb, path)
+
+
 def leaks(student: Path, questions: list[Question], seed: int) -> list[str]:
     """Anything of the solutions that reached the student's notebook."""
     found = []
@@ -378,6 +405,8 @@ def build(
     started = time.perf_counter()
     otter = os.path.abspath(otter)
     subprocess.run([otter, "assign", f"{path.stem}.ipynb", "."], cwd=folder, check=True)
+    for student in (folder / "student").glob("*.ipynb"):
+        for_colab(student, questions)
     found = leaks(folder / "student", questions, seed)
     if found:
         raise SystemExit("solutions reached student/:\n" + "\n".join(found))

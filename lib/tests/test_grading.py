@@ -278,3 +278,26 @@ def test_in_place_edits_and_gradients_cross_the_process_boundary(tmp_path):
     (masking.masked_softmax(leaf, lengths) * leaf.new_tensor(range(4))).sum().backward()
     assert out.grad_fn is not None
     assert (X.grad - leaf.grad).abs().max() < 1e-6
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "from attnbook import masking\n"
+        "def masked_softmax_renorm(X, valid_lens):\n"
+        "    return masking.masked_softmax(X, valid_lens)\n",
+        "from attnbook.masking import masked_softmax\n"
+        "def helper(X, lens):\n    return masked_softmax(X, lens)\n"
+        "def masked_softmax_renorm(X, valid_lens):\n    return helper(X, valid_lens)\n",
+        "from attnbook import masking\nmasked_softmax_renorm = masking.masked_softmax\n",
+    ],
+    ids=["module attribute", "imported name through a helper", "the book's function itself"],
+)
+def test_a_forbidden_shortcut_is_refused_through_the_grader(tmp_path, cell):
+    """The trial's s20: the from-scratch masked softmax answered with the book's own."""
+    from attnbook.checks import check_masked_softmax
+
+    with remote.Submission(notebook(tmp_path, cell), deadline=time.monotonic() + 60) as submission:
+        report = check_masked_softmax(submission.function("masked_softmax_renorm"))
+    assert not any(line.lstrip().startswith("ok") for line in report.lines)
+    assert report.mistake.startswith("refused"), repr(report)
