@@ -204,7 +204,7 @@ def test_the_worker_is_started_as_the_fallback_account(tmp_path, root_and_nobody
     monkeypatch.setattr(remote.subprocess, "Popen", popen)
     path = tmp_path / "nb.ipynb"
     nbformat.write(new_notebook(cells=[]), path)
-    with pytest.raises(OSError, match="stop here"):
+    with pytest.raises(remote.GradingError, match="could not start: stop here"):
         remote.Submission(path, sandboxed=False, user="nobody").start()
     uid, gid = sandbox.account("nobody")
     assert (seen["user"], seen["group"], seen["extra_groups"], seen["owner"]) == (uid, gid, [], uid)

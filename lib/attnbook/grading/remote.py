@@ -136,7 +136,21 @@ class Submission:
         if self.user is not None:
             account = sandbox.as_user(self.user)
             sandbox.give_to(scratch, self.user)
-        self._process = subprocess.Popen(
+        try:
+            self._process = self._popen(scratch, env, account)
+        except OSError as err:  # e.g. an interpreter the worker's account cannot reach
+            self.stop()
+            raise GradingError(f"the notebook's process could not start: {err}") from None
+        limit = min(self.deadline, time.monotonic() + self.start_timeout)
+        try:
+            ready = self._receive(limit)
+        except _Gone as err:
+            self.stop()
+            raise GradingError(f"the notebook could not be run: {err}") from None
+        self.cell_errors = [str(e) for e in ready.get("cell_errors", [])]
+
+    def _popen(self, scratch: Path, env: dict | None, account: dict) -> subprocess.Popen:
+        return subprocess.Popen(
             self._command(scratch),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -147,13 +161,6 @@ class Submission:
             preexec_fn=sandbox.limits(memory=self.memory),
             **account,
         )
-        limit = min(self.deadline, time.monotonic() + self.start_timeout)
-        try:
-            ready = self._receive(limit)
-        except _Gone as err:
-            self.stop()
-            raise GradingError(f"the notebook could not be run: {err}") from None
-        self.cell_errors = [str(e) for e in ready.get("cell_errors", [])]
 
     def stop(self) -> None:
         if self._process is not None:

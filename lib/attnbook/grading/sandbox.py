@@ -120,9 +120,10 @@ def command(scratch: Path, argv: list[str], executable: str | None = None) -> li
     for name in _ETC:
         out += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     out += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
+    # /tmp first: an environment under /tmp (a test's) is bound on top of it.
+    out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for path in _python_paths():
         out += ["--ro-bind", path, path]
-    out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     out += ["--bind", str(scratch), INSIDE, "--chdir", INSIDE]
     out += ["--clearenv"]
     for key, value in environment(INSIDE).items():
