@@ -79,11 +79,17 @@ def test_right_wrong_and_patched_answers(tmp_path, bubblewrap):
         ("causal_lengths: fresh cases", "after_published", 0.5),
     ]
     assert "bubblewrap" in right["extra_data"]["isolation"]
+    assert "0.50 of 0.50 points" in right["output"]  # the book's half, not the total
     wrong = run(layout(tmp_path / "w", WRONG))
     assert wrong["score"] == 0.0
     book, fresh = wrong["tests"]
     assert "Case 1" in book["output"] or "case" in book["output"].lower()
     assert fresh["output"].startswith("0 of 5") and "seed" not in fresh["output"]
+    half = run(layout(tmp_path / "h", RIGHT.replace("repeat(batch, 1)", "repeat(batch, 1)[:, :4]")))
+    book = half["tests"][0]["score"]
+    assert 0 < book < half["score"] < 1, half  # fresh cases add to the total
+    assert f"{book:.2f} of 0.50 points" in half["output"]
+    assert f"{half['score']:.2f} of" not in half["output"]  # the total waits for publishing
     assert run(layout(tmp_path / "p", PATCH + WRONG))["score"] == 0.0
 
 

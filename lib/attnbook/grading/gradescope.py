@@ -251,12 +251,17 @@ def results_of(
         )
         teacher += [f"{q.name}: {_points(graded.scores.get(q.name, 0))} of {_points(q.points)}"]
         teacher += ["  " + line for line in lines]
+    book_points = sum(t["score"] for t in tests if t["visibility"] == "visible")
+    book_possible = sum(t["max_score"] for t in tests if t["visibility"] == "visible")
+    # The total would give away the fresh cases' scores before they are published.
     summary = [
-        f"Checked questions: {_points(total)} of {_points(possible)} points.",
+        f"The book's cases: {_points(book_points)} of {_points(book_possible)} points "
+        f"(the checked questions are worth {_points(possible)} in all).",
         "Each question's score on the book's cases shows now; its score on fresh "
-        "inputs, and the total, once your teacher publishes the grades. Written "
+        "inputs, and your total, once your teacher publishes the grades. Written "
         "answers are graded by hand.",
     ]
+    teacher.insert(0, f"total: {_points(total)} of {_points(possible)}")
     if graded.cell_errors:
         summary.append("Cells that raised an error when your notebook ran:")
         summary += ["  " + e for e in graded.cell_errors[:10]]
