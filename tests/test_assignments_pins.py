@@ -51,3 +51,23 @@ def test_the_install_cell_names_the_ref_it_is_given():
     assert f"@{sha}#subdirectory=lib" in cell
     _, branch = nbtools.repository()
     assert f"@{branch}#subdirectory=lib" in nbtools.install_cell_source()
+
+
+def test_run_autograder_writes_results_even_without_its_environment(tmp_path):
+    """A broken image (setup.sh failed, no attnbook) still gives the student a reason."""
+    import json
+    import subprocess
+
+    from attnbook.grading import gradescope
+
+    script = assignments.GRADESCOPE / "run_autograder"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "ATTNBOOK_AUTOGRADER": str(tmp_path),
+        "ATTNBOOK_VENV": str(tmp_path / "no-such-venv"),
+    }
+    done = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert gradescope.problems(results) == []
+    assert results["score"] == 0.0 and "error of the grading" in results["output"]
