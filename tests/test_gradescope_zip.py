@@ -7,8 +7,11 @@ attnbook wheel, pip told to use only local wheels (PIP_NO_INDEX, PIP_FIND_LINKS,
 no pip configuration), inside a network namespace with no network where one can
 be made; then the zip's run_autograder grades four submissions (the solutions,
 wrong answers, wrong answers with the trial's two-line patch of the verdict, an
-empty notebook), and each results.json is checked against Gradescope's
-documented fields (attnbook.grading.gradescope.problems).
+empty notebook), then, with no bwrap on PATH (as where Docker forbids its
+namespaces), the solutions once more as the user nobody, who must not read the
+zip's tests or write the results; each results.json is checked against
+Gradescope's documented fields (attnbook.grading.gradescope.problems). About a
+minute at load 2, two and a half at load 6-9.
 
 **Where the wheels come from.** The machine's and CI's network reach package
 registries but this must not depend on them, nor on a pip cache that a fresh CI
