@@ -9,7 +9,8 @@ attnbook.grading.worker NOTEBOOK``) in ``bwrap`` (bubblewrap, Debian's package
   ``/usr``, the grader's Python and the environment attnbook is installed in,
   a few files of ``/etc`` (the dynamic linker's cache, the time zone);
 - sees nothing else: no other submission, no autograder, no solutions, no home
-  folder, no other process (a pid namespace of its own), and no network (a
+  folder, no other process (a pid namespace of its own, where the worker is
+  process 1, so not even bubblewrap's command line is in sight), and no network (a
   network namespace of its own, with no interface but loopback);
 - runs with no capabilities, in a session of its own (it cannot type into the
   grader's terminal), and dies with the grader.
@@ -109,7 +110,8 @@ def command(scratch: Path, argv: list[str], executable: str | None = None) -> li
     executable = executable or bwrap()
     if executable is None:
         raise FileNotFoundError("bwrap (bubblewrap) is not installed")
-    out = [executable, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    out = [executable, "--unshare-all", "--as-pid-1", "--die-with-parent", "--new-session"]
+    out += ["--cap-drop", "ALL"]
     out += ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "lib", "lib64", "lib32", "sbin"):
         path = Path("/") / name
