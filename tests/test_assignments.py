@@ -243,3 +243,11 @@ def test_the_student_notebook_runs_in_colab(built, tmp_path):
     shown = json.loads(last)
     assert len(shown) == 2 and all("cases passed" in s for s in shown), shown
     assert "Download .ipynb" in done.stdout
+
+
+def test_the_student_folder_says_how_to_install(built):
+    readme = (built / "student" / "README.md").read_text()
+    (wheel,) = (built / "student").glob("attnbook-*.whl")
+    assert f"pip install ./{wheel.name} otter-grader==7.0.0" in readme
+    assert "torch==2.13.0" in readme and "Download .ipynb" in readme
+    assert "git+" not in readme  # nothing from a git host

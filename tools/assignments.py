@@ -493,6 +493,48 @@ def leaks(student: Path, questions: list[Question], seed: int) -> list[str]:
     return found
 
 
+def _pinned(package: str) -> str:
+    """``package==version`` as tools/requirements-otter.txt locks it."""
+    lock = (ROOT / "tools" / "requirements-otter.txt").read_text()
+    found = re.search(rf"^{re.escape(package)}==([^\s;\\]+)", lock, re.M)
+    if found is None:
+        raise ValueError(f"tools/requirements-otter.txt locks no {package}")
+    return f"{package}=={found.group(1)}"
+
+
+def student_readme(name: str, wheel: str) -> str:
+    """How a student installs what the assignment's notebook needs (student/README.md)."""
+    return f"""# {name}: the assignment
+
+Open `{name}.ipynb`, answer each question in the cell under it, run the
+`grader.check` cells to see the book's checker on your answers, then hand in
+the notebook as your teacher asks.
+
+## In Colab
+
+Upload `{name}.ipynb` to Colab (File, Upload notebook) and run the cells from
+the top: the first cell installs what the notebook needs. To hand it in, save
+it, then File, Download, Download .ipynb.
+
+## On your own machine
+
+With Python 3.11, in a fresh virtual environment, from this folder:
+
+```bash
+python3.11 -m venv .venv
+. .venv/bin/activate
+pip install {_pinned("torch")} --index-url https://download.pytorch.org/whl/cpu
+pip install ./{wheel} {_pinned("otter-grader")} jupyterlab
+jupyter lab {name}.ipynb
+```
+
+`{wheel}` is the book's library, `attnbook`, at the version this assignment
+was built with: install that file, not another version, so that the checkers
+are the ones your work is graded with. The last cell of the notebook makes a
+zip file to hand in; the notebook itself will do too.
+"""
+
+
 def build(
     path: Path,
     wanted: set[str] | None,
@@ -532,6 +574,7 @@ def build(
         raise SystemExit(f"{folder}/autograder: expected one zip from otter, found {len(zips)}")
     gradescope_zip(zips[0], wheel, commit, changed)
     shutil.copy2(wheel, folder / "student" / wheel.name)
+    (folder / "student" / "README.md").write_text(student_readme(path.stem, wheel.name))
     if changed or commit is None:
         print(
             f"{path.stem}: warning: lib/ differs from commit {commit}: the zip's wheel is "
