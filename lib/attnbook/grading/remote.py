@@ -187,7 +187,12 @@ class Submission:
 
     def _why_gone(self) -> str:
         process = self._process
-        code = process.poll() if process is not None else None
+        code = None
+        if process is not None:  # its output ended: give it a moment to exit
+            try:
+                code = process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
         if code is None:
             return "it stopped answering"
         if code < 0:
