@@ -1,4 +1,4 @@
-"""The mutation test of the checkers (tools/mutants.py): its mutator (tools/mutator.py),
+"""The mutation test of the checkers (tools/mutants.py): its mutator (attnbook/checks/_mutator.py),
 and the whole pass.
 
 Each operator of the mutator makes the slip it names on a tiny function (fast).
@@ -17,8 +17,9 @@ import textwrap
 import pytest
 import torch
 
+from attnbook.checks import _mutator as mutator
 from attnbook.checks._core import _run
-from tools import mutants, mutator
+from tools import mutants
 
 TINY = textwrap.dedent(
     """

@@ -2,7 +2,7 @@
 
 Every checked exercise of the book (a code cell whose ``attnbook`` metadata
 names a ``check``) has a reference solution. This tool mutates that solution
-once per site with the slips of ``tools.mutator.OPERATORS`` (a dim changed, a
+once per site with the slips of ``attnbook.checks._mutator.OPERATORS`` (a dim changed, a
 bound off by one, ``<`` for ``<=``, ``+`` for ``-``, ``*`` for ``/``, a
 reduction swapped, a scale dropped, a fill of 0 for -inf, a transpose or a
 ``keepdim=True`` dropped), runs the checker on each
@@ -17,7 +17,7 @@ mutant under seeds 0 and 1 (:func:`attnbook.checks.report_for`) and sorts it:
 
 The solution is what ``tools.assignments.solution_code`` extracts from its
 cell, run after the chapter's cells tagged ``setup``. The mutants come from
-tools/mutator.py (Python's own ``ast``, no dependency): one slip each, no two
+attnbook/checks/_mutator.py (Python's own ``ast``, no dependency): one slip each, no two
 alike. Seed 1 runs only on a mutant that seed 0 passed: a mutant's name is
 the one its first rejection gives.
 
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.mutator import Mutant, mutants
+from attnbook.checks._mutator import Mutant, mutants
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
