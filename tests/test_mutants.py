@@ -115,6 +115,35 @@ def test_every_mutant_is_one_slip_and_distinct():
     assert {m.operator for m in found} == set(mutator.OPERATORS)
 
 
+def test_each_mutant_says_its_slip_in_words():
+    words = {m.words: (m.before, m.after) for m in mutator.mutants(TINY)}
+    assert words["`amax` over dim -2 instead of dim -1"] == (
+        "X.amax(dim=-1, keepdim=True)",
+        "X.amax(dim=-2, keepdim=True)",
+    )
+    assert words["the slice stopping one earlier"] == (
+        "X.transpose(-2, -1)[:, 1:n]",
+        "X.transpose(-2, -1)[:, 1:n - 1]",
+    )
+    assert "`<=` instead of `<`" in words
+    assert "the transpose left out" in words
+    assert "a fill of 0 where the right answer fills with minus infinity" in words
+    assert "keepdim=True left out, so the reduced axis is dropped" in words
+    assert all(w and "?" not in w for w in words)
+
+
+def test_the_librarys_references_are_the_books_solutions():
+    # The checkers mutate attnbook.checks._references (the wheel has no book):
+    # each must be the solution cell of its exercise, comments aside.
+    from attnbook.checks._references import REFERENCES
+
+    found = {e.check: e for e in mutants.exercises()}
+    assert set(REFERENCES) == set(found)
+    for check, (answer, source) in REFERENCES.items():
+        assert answer == found[check].answer, check
+        assert ast.dump(ast.parse(source)) == ast.dump(ast.parse(found[check].source)), check
+
+
 def _weak_check(fn):
     """A checker with one case, all zeros: blind to most slips."""
     return _run("weak", fn, [("zeros", (torch.zeros(1, 1),), torch.zeros(1))])

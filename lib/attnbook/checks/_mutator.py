@@ -371,8 +371,16 @@ def _excerpts(old: ast.AST, new: ast.AST, parent: ast.AST | None = None) -> tupl
         old, new = parent, outer
     if type(old) is type(new):
         a, b = _elide(old, new)
-        return ast.unparse(a), ast.unparse(b)
+        return _text(a), _text(b)
     return _shorten(old, keep=new), _shorten(new)
+
+
+def _text(node: ast.AST) -> str:
+    """``node`` as source, ``....sum`` written ``(...).sum``."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Attribute) and getattr(inner.value, "id", None) == "...":
+            inner.value = ast.Name("(...)")
+    return ast.unparse(node)
 
 
 def _difference(old: ast.AST, new: ast.AST) -> tuple[ast.AST, ast.AST, tuple]:

@@ -123,6 +123,11 @@ def _two_part(values, first, second):
 
 
 _TWO_PART = _see("Exercises", _LEARNS)
+_EVERY_EXAMPLE = (
+    "this looks like values[:, first]: it picks, for every example, the values at "
+    "all the examples' keys, (batch, batch, ...); take one row per example with a batch "
+    "index, values[torch.arange(batch), first]; " + _TWO_PART
+)
 
 
 @knows(
@@ -132,9 +137,15 @@ _TWO_PART = _see("Exercises", _LEARNS)
             [values[:, first, : values.shape[-1] // 2], values[:, second, values.shape[-1] // 2 :]],
             -1,
         )[:, :1],
-        "this looks like values[:, first]: it picks, for every example, the values at "
-        "all the examples' keys; take one row per example with a batch index, "
-        "values[torch.arange(batch), first]; " + _TWO_PART,
+        _EVERY_EXAMPLE,
+    ),
+    Mistake(
+        "every example's keys, a new axis",
+        lambda values, first, second: torch.cat(
+            [values[:, first, : values.shape[-1] // 2], values[:, second, values.shape[-1] // 2 :]],
+            -1,
+        ).unsqueeze(1),
+        _EVERY_EXAMPLE,
     ),
     Mistake(
         "halves swapped",

@@ -60,6 +60,14 @@ def _built(num_hiddens: int, num_heads: int, bias: bool) -> int:
         "its own slice of num_hiddens / num_heads columns; " + _COST,
     ),
     Mistake(
+        "W_q, W_k, W_v per head",
+        lambda D, h, bias: 3 * h * D * D + D * D + ((3 * h + 1) * D if bias else 0),
+        "this looks like W_q, W_k and W_v counted once per head, each num_hiddens x "
+        "num_hiddens, with one W_o: the heads share each projection, every head using "
+        "its own slice of num_hiddens / num_heads columns, so the count is four "
+        "num_hiddens x num_hiddens matrices whatever the number of heads; " + _COST,
+    ),
+    Mistake(
         "no W_o",
         lambda D, h, bias: 3 * D * D + (3 * D if bias else 0),
         "this looks like the query, key and value projections alone: the output "
