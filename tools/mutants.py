@@ -8,7 +8,13 @@ reduction swapped, a scale dropped, a fill of 0 for -inf, a transpose or a
 ``keepdim=True`` dropped), runs the checker on each
 mutant under seeds 0 and 1 (:func:`attnbook.checks.report_for`) and sorts it:
 
-* **named**: rejected, with a "Likely mistake" line (``report.mistake`` set);
+* **named**: rejected, with a "Likely mistake" line (``report.mistake`` set):
+  a catalogued mistake's, or the diagnosis by matching mutants
+  (``attnbook.checks._matching``), which mutates the same solution with the same
+  operators and so finds a mutant's own slip unless its answers are the
+  reference's on a failing case or a run is cut short by the time budget;
+  what this share measures is that the diagnosis is reached and fast, while
+  whether its words help a reader is judged by reading them;
 * **unnamed**: rejected without a name;
 * **equivalent**: passed, and gives the reference's outcome on every case of
   the checker and on stressed copies of them (:data:`STRESSES`: inputs scaled
