@@ -130,6 +130,11 @@ def test_each_mutant_says_its_slip_in_words():
     assert "a fill of 0 where the right answer fills with minus infinity" in words
     assert "keepdim=True left out, so the reduced axis is dropped" in words
     assert all(w and "?" not in w for w in words)
+    # A factor of a product is shown in the whole product; a size by its axis.
+    product = {m.words: (m.before, m.after) for m in mutator.mutants("y = 2 * D * F")}
+    assert product["the factor `D` left out"] == ("2 * D * F", "2 * F")
+    shape = {m.words for m in mutator.mutants("n = x.shape[-1]")}
+    assert "the size of axis 0 where the right answer takes axis -1" in shape
 
 
 def test_the_librarys_references_are_the_books_solutions():

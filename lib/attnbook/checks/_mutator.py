@@ -254,6 +254,8 @@ class _Apply(ast.NodeTransformer):
                     if self.count == self.target:
                         self.applied = (name, node, new)
                         holders = [p for p in self.parents[-2:] if isinstance(p, ast.Subscript)]
+                        if isinstance(node, ast.BinOp) and self.parents:
+                            holders += [p for p in self.parents[-1:] if isinstance(p, ast.BinOp)]
                         self.parent = copy.deepcopy(holders[-1]) if holders else None
                         return ast.copy_location(new, node) if hasattr(node, "lineno") else new
                     self.count += 1
@@ -369,6 +371,18 @@ def _excerpts(old: ast.AST, new: ast.AST, parent: ast.AST | None = None) -> tupl
         elif isinstance(outer.slice, ast.Tuple):
             outer.slice.elts = [new if _same_node(e, old) else e for e in outer.slice.elts]
         old, new = parent, outer
+    elif isinstance(old, ast.BinOp) and isinstance(parent, ast.BinOp):
+        # 2 * D in 2 * D * F: the slip shows in the whole product, 2 * F for 2 * D * F
+        sides = [side for side in ("left", "right") if _same_node(getattr(parent, side), old)]
+        products = (ast.Mult, ast.Div, ast.FloorDiv)
+        chained = any(
+            isinstance(old.op, kind) and isinstance(parent.op, kind)
+            for kind in (products, (ast.Add, ast.Sub))
+        )
+        if sides and chained and len(ast.unparse(parent)) <= 2 * _SHORT:
+            outer = copy.deepcopy(parent)
+            setattr(outer, sides[0], new)
+            old, new = parent, outer
     if type(old) is type(new):
         a, b = _elide(old, new)
         return _text(a), _text(b)
@@ -437,6 +451,10 @@ def _bound_words(old: ast.AST, new: ast.AST) -> str:
         end = "start" if count > 1 and position == 0 else "step" if position == 2 else "end"
         what = f"`{_name(old.func)}`"
         return f"{what} with its {end} one {'higher' if later else 'lower'}"
+    if isinstance(old, ast.Subscript) and getattr(old.value, "attr", None) == "shape":
+        return (
+            f"the size of axis {ast.unparse(b)} where the right answer takes axis {ast.unparse(a)}"
+        )
     return f"the index one {'higher' if later else 'lower'}"
 
 
