@@ -69,7 +69,7 @@ help:
 	@echo "make pdf        print the whole book to _build/pdf/attention-interactively.pdf"
 	@echo "make slides     every chapter's slide deck: _build/html/slides/NAME.html and NAME.pdf"
 	@echo "make assignments  graded assignments (otter-grader) in _build/assignments (EXERCISES=id,... NB=...)"
-	@echo "make grade ASSIGNMENT=NAME SUBMISSIONS=DIR  grade submissions offline: DIR/grades.csv, DIR/feedback/"
+	@echo "make grade ASSIGNMENT=NAME SUBMISSIONS=DIR  grade submissions offline, each in bubblewrap: DIR/grades.csv, DIR/feedback/"
 	@echo "                   (TIMEOUT=s per submission, 120; QUESTION_TIMEOUT=s per question, 30)"
 	@echo "make lms LMS=canvas|moodle|moodle-gradebook SUBMISSIONS=DIR ROSTER=FILE  grades.csv in the"
 	@echo "                   file that LMS imports, from its own export (COLUMN=..., WRITTEN=marks.csv)"
@@ -179,12 +179,13 @@ otter-env: $(OTTER_LIB)
 # Graded assignments (tools/assignments.py): an otter master notebook per chapter
 # with checked exercises, or for the exercises named (EXERCISES=id,id,...), then
 # `otter assign` into _build/assignments/NAME/{student,autograder}. NB=book/NAME.ipynb
-# builds one chapter. The masters are written in .venv (the reader's-edition
+# builds one chapter; SEED= fixes the hidden seed (drawn per build otherwise). The masters are written in .venv (the reader's-edition
 # converter), otter runs in .venv-otter. The instructor guide, "Assignments and grading", says how to use them.
 EXERCISES ?=
+SEED ?=
 assignments: $(STAMP) $(OTTER_LIB)
 	$(BIN)/python -m tools.assignments --otter $(OTTER_VENV)/bin/otter \
-	  $(if $(EXERCISES),--exercises $(EXERCISES)) $(NB)
+	  $(if $(EXERCISES),--exercises $(EXERCISES)) $(if $(SEED),--seed $(SEED)) $(NB)
 
 # Grade a folder of submissions offline, without Docker (tools/grade.py):
 # SUBMISSIONS/grades.csv (a status per submission: graded, or error with the

@@ -97,7 +97,10 @@ def test_each_chapters_exercises_are_numbered_and_starred(filled):
         assert numbers == list(range(1, len(numbers) + 1)), chapter.name
         for e in chapter.exercises:
             assert 1 <= e.stars <= 3
-            assert f"**{e.number}.** {'★' * e.stars} {e.title}: " in filled
+            ident = f" (`{e.ident}`)" if e.ident else ""
+            assert f"**{e.number}.** {'★' * e.stars} {e.title}{ident}: " in filled
+            # Every notebook exercise shows its id, which EXERCISES= takes.
+            assert e.ident or not chapter.notebook, (chapter.name, e.number)
             for checker in e.checkers:
                 assert hasattr(checks, checker), f"{chapter.name} names {checker}"
 

@@ -57,6 +57,13 @@ def test_notation_page_follows_the_preface_and_is_linked_from_it():
     notation = (BOOK / "notation.md").read_text()
     for must in ("$n$", "$d$", "$\\sigma$", "(batch, queries, keys)", "counted from 0"):
         assert must in notation, f"notation.md does not define {must}"
+    # A reference for later, grouped by Part, every letter used twice said apart.
+    assert "reference for" in notation
+    parts = re.findall(r"^## (Part [IV]+):", notation, re.M)
+    assert parts == ["Part I", "Part II", "Part III", "Part IV"]
+    twice = notation.split("## Letters with two meanings", 1)[1]
+    for letter in ("$L$", "$p$", "$\\mathbf{R}$", "$\\mathbf{z}$", "$m$", "`num_hiddens`"):
+        assert f"| {letter} |" in twice, f"notation.md does not say apart the meanings of {letter}"
 
 
 def test_every_chapter_notebook_is_in_the_book():
@@ -267,8 +274,14 @@ def test_checker_hints_name_sections_that_exist():
                 )
 
 
-def test_preface_links_its_scale_claim_to_attention_learns():
-    # The preface says the square root matters for gradients; chapter 8 shows it in training.
+def test_preface_links_its_scale_claim_to_the_books_measurements():
+    # The reason for the square root is told once, in scoring functions' section
+    # sec-why-sqrt-d; the preface's short version links it and chapter 8's runs, and
+    # no longer says the unscaled softmax passes no gradient (the measurements refute it).
     text = (BOOK / "intro.md").read_text()
-    claim = text.index("passes almost no gradient back")
-    assert "<chap-attention-learns>" in text[claim : claim + 200]
+    claim = text.index("single square root in the denominator")
+    window = text[claim : claim + 800]
+    assert "<chap-attention-learns>" in window and "<sec-why-sqrt-d>" in window
+    assert "passes almost no gradient back" not in text
+    scoring = (BOOK / "scoring-functions.ipynb").read_text()
+    assert scoring.count("(sec-why-sqrt-d)=") == 1

@@ -12,7 +12,8 @@ import nbformat
 import pytest
 
 from tools import slides
-from tools.site import BOOK, read_notebook
+from tools.book_index import site_url
+from tools.site import BOOK, config, read_notebook
 
 SLIDE_NOTEBOOKS = sorted(slides.SOURCES.glob("*.ipynb"))
 
@@ -91,7 +92,8 @@ def test_unknown_deck_names_are_refused():
 def test_the_deck_page_loads_only_the_shared_assets():
     nb = notebook(cell("md", "# A title", "slide"), cell("md", "## B\n\n$x$", "slide"))
     page = slides.deck_html(nb, "a-deck")
-    loads = re.findall(r'(?:src|href)="([^"]+)"', page)
+    # What the page loads (a link's href, <a>, is followed only when clicked).
+    loads = re.findall(r'<(?!a\b)\w+\b[^>]*?\b(?:src|href)="([^"]+)"', page)
     assert loads == [
         "_static/reveal/reveal.css",
         "_static/reveal/theme/white.css",
@@ -99,6 +101,26 @@ def test_the_deck_page_loads_only_the_shared_assets():
         "_static/reveal/reveal.js",
     ]
     assert page.count("<section") == 2
+
+
+def test_every_deck_carries_the_books_credit_and_licences_on_its_title_slide():
+    """The decks are shared on their own (LICENSE: CC BY 4.0 for them, MIT for code):
+    the title slide names the book, its authors and its published address, and links
+    the licences every page of the website names in its footer."""
+    nb = notebook(cell("md", "# A title", "slide"), cell("md", "## B", "slide"))
+    sections = re.findall(r"<section.*?</section>", slides.deck_html(nb, "a-deck"), re.S)
+    book = config()
+    credit = re.findall(r'<p class="attnbook-deck-credit">.*?</p>', sections[0], re.S)
+    assert len(credit) == 1, f"the title slide has {len(credit)} credit lines: {sections[0]}"
+    assert "attnbook-deck-credit" not in "".join(sections[1:]), "the credit is on the title slide"
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", credit[0]))
+    for wanted in (book["title"], book["author"], site_url(book), "CC BY 4.0", "MIT"):
+        assert wanted in text, f"the credit line lacks {wanted!r}: {text}"
+    footer_licences = re.findall(r'href="([^"]+)"', book["html"]["extra_footer"])
+    assert len(footer_licences) == 2
+    links = re.findall(r'href="([^"]+)"', credit[0])
+    for wanted in (site_url(book), *footer_licences):
+        assert wanted in links and wanted in text, f"the credit line lacks a link to {wanted}"
 
 
 def test_there_are_slide_notebooks():

@@ -3,8 +3,10 @@
 Every deck: within 1 MiB (its HTML; what it loads besides is shared by every
 deck in _build/html/slides/_static), no request leaves the page, no console
 error, the mathematics typeset, no slide taller than the slide, every explorer
-answers its keyboard, every live explorer answers the reader's own input, and a
-PDF with one page per slide.
+answers its keyboard and draws each new frame exactly over its picture, every
+live explorer answers the reader's own input, and a PDF with one page per slide
+whose links lead to the published website and whose title page carries the
+book's credit and licences.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import re
 import pytest
 
 from tools import slides
+from tools.book_index import site_url
 from tools.browser import Offline, controls, picture, step_control
-from tools.site import serve
+from tools.site import config, serve
 
 NAMES = slides.deck_names()
 
@@ -67,6 +70,46 @@ def test_pdf_has_a_page_per_slide(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_pdf_links_lead_to_the_published_book_not_the_print_server(name):
+    """The decks are printed from a local server; a link in the PDF must lead to the
+    published website (the title slide's to the chapter), never to 127.0.0.1."""
+    pdf = slides.OUT / f"{name}.pdf"
+    links = slides.pdf_links(pdf)
+    assert slides.local_links(pdf) == [], f"{name}.pdf links to this machine: {links}"
+    chapter = site_url(config()) + f"book/{name}.html"
+    assert (1, chapter) in links, f"{name}.pdf: the title slide does not link {chapter}: {links}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pdf_title_page_carries_the_credit_and_licences(name):
+    """The printed deck, shared alone, still says whose it is and under which licences
+    (tools.slides.credit_html on the title slide), with working links to both."""
+    from pypdf import PdfReader
+
+    pdf = slides.OUT / f"{name}.pdf"
+    text = " ".join(PdfReader(pdf).pages[0].extract_text().split())
+    book = config()
+    for wanted in (book["title"], book["author"], "licensed under CC BY 4.0", "and MIT"):
+        assert wanted in text, f"{name}.pdf, title page: no {wanted!r} in {text!r}"
+    links = [uri for page, uri in slides.pdf_links(pdf) if page == 1]
+    for wanted in (site_url(book), slides.CC_BY, slides.MIT):
+        assert wanted in links, f"{name}.pdf, title page: no link to {wanted}: {links}"
+
+
+def test_printing_refuses_a_pdf_that_links_the_print_server(tmp_path, monkeypatch):
+    """The links left as the page has them (relative), the print comes out linking
+    127.0.0.1, and tools.slides refuses it by name rather than write it."""
+    import shutil
+
+    name = "masked-softmax"
+    shutil.copytree(slides.OUT / "_static", tmp_path / "_static")
+    shutil.copyfile(built(name), tmp_path / f"{name}.html")
+    monkeypatch.setattr(slides, "PUBLISH_LINKS_JS", "() => {}")
+    with pytest.raises(RuntimeError, match=r"links \(page, address\) to the print server"):
+        slides.print_pdfs([name], out=tmp_path)
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_deck_offline_typeset_fitting_and_live(name, browser, base):
     built(name)
     with Offline(browser, viewport={"width": 1280, "height": 720}) as tab:
@@ -100,6 +143,111 @@ def test_deck_offline_typeset_fitting_and_live(name, browser, base):
             assert picture(explorer)["key"] != before, f"{name}: explorer {index} did not answer"
             assert page.evaluate("Reveal.getIndices().h") == slide, "the arrow key turned the slide"
         assert tab.blocked == [], f"{name}: requests left the page: {tab.blocked}"
+        assert tab.errors == [], f"{name}: console errors: {tab.errors}"
+
+
+# Where an explorer's picture is drawn: the base frame and the one layer shown (the pixels
+# that differ from the base at this stop, placed by their left/top inside the picture), as
+# drawn on screen (reveal.js scales the whole slide, so the scale is measured too).
+FRAME_JS = """root => {
+    const box = el => { const b = el.getBoundingClientRect();
+        return {left: b.left, top: b.top, width: b.width, height: b.height}; };
+    const pic = root.querySelector('.attnbook-picture');
+    const base = pic.querySelector('img.attnbook-base');
+    const shown = [...pic.querySelectorAll('img[aria-hidden]')].filter(el => !el.hidden);
+    return {picture: box(pic), base: box(base),
+            natural: [base.naturalWidth, base.naturalHeight],
+            loaded: base.complete && shown.every(el => el.complete && el.naturalWidth > 0),
+            layers: shown.map(el => ({box: box(el), at: [el.style.left, el.style.top],
+                                      natural: [el.naturalWidth, el.naturalHeight]}))};
+}"""
+
+
+def _frame(page, explorer) -> dict:
+    for _ in range(40):  # up to 2 s for the frames to decode
+        frame = explorer.evaluate(FRAME_JS)
+        if frame["loaded"]:
+            return frame
+        page.wait_for_timeout(50)
+    raise AssertionError(f"the explorer's frames did not load: {frame}")
+
+
+def _misdrawn(frame: dict, tolerance: float = 0.5) -> list[str]:
+    """How the frame is drawn wrong: a base picture not at its own proportions or not
+    filling the picture's box, or a shown layer not exactly over the part of the base
+    picture it replaces (its left/top and size in the base's pixels, as the base is drawn)."""
+    base, natural = frame["base"], frame["natural"]
+    across, down = base["width"] / natural[0], base["height"] / natural[1]
+    wrong = []
+    if abs(down - across) * natural[1] > tolerance:
+        wrong.append(
+            f"base picture {natural[0]}x{natural[1]} drawn {base['width']:.1f}x"
+            f"{base['height']:.1f}: squeezed (its height should be {natural[1] * across:.1f})"
+        )
+    for key in ("left", "top", "width", "height"):
+        if abs(base[key] - frame["picture"][key]) > tolerance:
+            wrong.append(
+                f"base picture's {key} {base[key]:.1f}, its box's {frame['picture'][key]:.1f}"
+            )
+    for layer in frame["layers"]:
+        left, top = (float(at.removesuffix("px")) for at in layer["at"])
+        want = {
+            "left": base["left"] + left * across,
+            "top": base["top"] + top * down,
+            "width": layer["natural"][0] * across,
+            "height": layer["natural"][1] * down,
+        }
+        for key, value in want.items():
+            if abs(layer["box"][key] - value) > tolerance:
+                wrong.append(
+                    f"the new frame for pixels ({left:g}, {top:g}) has {key} "
+                    f"{layer['box'][key]:.1f}, where the base picture has them at {value:.1f}"
+                )
+    return wrong
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deck_slider_frames_sit_exactly_over_the_base_picture(name, browser, base):
+    """Each slider demo moved stop by stop: the picture stays where and as large as it was,
+    drawn at its own proportions, and each new frame (a layer of the pixels that change)
+    covers exactly its place on the base picture. The theme's ``.reveal img {max-height:
+    95%}`` once squeezed the base picture alone, so old and new frames overlapped."""
+    built(name)
+    with Offline(browser, viewport={"width": 1280, "height": 720}) as tab:
+        page = tab.page
+        page.goto(f"{base}/{name}.html", wait_until="load")
+        page.wait_for_function("window.Reveal && Reveal.isReady()")
+        page.evaluate("MathJax.startup.promise")
+        explorers = page.locator(".attnbook-explorer")
+        if explorers.count() == 0:
+            pytest.skip(f"{name}: no slider demo")
+        wrong = []
+        for index in range(explorers.count()):
+            explorer = explorers.nth(index)
+            show_slide_of(page, explorer)
+            control = controls(explorer)[0]
+            before = _frame(page, explorer)
+            wrong += [f"explorer {index}, before a move: {w}" for w in _misdrawn(before)]
+            layered = 0
+            stops = control.evaluate("el => el.options ? el.options.length : Number(el.max) + 1")
+            for stop in range(min(stops, 6)):
+                step_control(page, control)
+                after = _frame(page, explorer)
+                where = f"explorer {index}, after {stop + 1} moves"
+                moved = [
+                    k for k in after["base"] if abs(after["base"][k] - before["base"][k]) > 0.5
+                ]
+                if moved:
+                    wrong.append(
+                        f"{where}: the picture's {moved} changed: {before['base']} -> {after['base']}"
+                    )
+                if len(after["layers"]) > 1:
+                    wrong.append(f"{where}: {len(after['layers'])} frames shown at once")
+                wrong += [f"{where}: {w}" for w in _misdrawn(after)]
+                layered += len(after["layers"])
+            assert layered, f"{name}, explorer {index}: no move showed a new frame"
+        kinds = list(dict.fromkeys(w.split(": ", 1)[1] for w in wrong))  # without the where
+        assert wrong == [], f"{name}: {len(wrong)} misdrawn, among them: " + "; ".join(kinds[:4])
         assert tab.errors == [], f"{name}: console errors: {tab.errors}"
 
 

@@ -112,6 +112,26 @@ def test_no_solution_remains_in_the_student_edition(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_checked_exercise_has_an_empty_answer_cell(path):
+    """A workbook: where a checked exercise's solution cell was, an answer cell with the
+    answer's signature, an empty body, and its checker called on it."""
+    source = nbformat.read(path, as_version=4)
+    checked = [
+        c.metadata["attnbook"] for c in source.cells if "check" in c.metadata.get("attnbook", {})
+    ]
+    edition, _ = student_edition.edition(path, BOOK)
+    answers = [c for c in edition.cells if c.cell_type == "code" and c.id.startswith("answer-")]
+    assert len(answers) == len(checked)
+    for meta, cell in zip(checked, answers):
+        tree = ast.parse(cell.source)
+        (function,) = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        assert function.name == meta["answer"]
+        assert ast.unparse(function.body[0]) == "..."
+        assert cell.source.rstrip().endswith(f"{meta['check']}({meta['answer']})")
+        assert "solution" not in cell.source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_the_measure_finds_the_solutions_in_the_readers_edition(path):
     """The same measure, on the reader's edition, finds the solutions (it can fail)."""
     source = nbformat.read(path, as_version=4)

@@ -250,6 +250,21 @@ tests:
 """
 
 
+def written_code(question: Question) -> str | None:
+    """A code answer cell for a written exercise that asks for a function ("Write
+    `name(...)`"): the model answer's first Python block, hidden from the student
+    behind otter's solution markers, so that the student gets a code cell to
+    write in beside the text cell. None when the exercise asks for no code."""
+    if not re.search(r"\bWrite\s+`\w+\(", question.prompt) or not question.rubric:
+        return None
+    block = re.search(r"```python\n(.*?)```", question.rubric, re.S)
+    if block is None:
+        return None
+    return (
+        f"# Your code here.\n# BEGIN SOLUTION NO PROMPT\n{block.group(1).rstrip()}\n# END SOLUTION"
+    )
+
+
 def master(path: Path, questions: list[Question], seed: int) -> nbformat.NotebookNode:
     """The otter master notebook of a chapter's chosen exercises."""
     chapter = nbformat.read(path, as_version=4)
@@ -275,10 +290,12 @@ def master(path: Path, questions: list[Question], seed: int) -> nbformat.Noteboo
     ]
     for q in questions:
         if q.check is None:
+            code = written_code(q)
             cells += [
                 new_raw_cell(f"# BEGIN QUESTION\nname: {q.name}\nmanual: true\npoints: {q.stars}"),
                 new_markdown_cell(q.prompt),
                 new_raw_cell("# BEGIN SOLUTION"),
+                *([new_code_cell(code)] if code else []),
                 new_markdown_cell(q.rubric or "(no model answer in the book)"),
                 new_raw_cell("# END SOLUTION"),
                 new_raw_cell("# END QUESTION"),
@@ -316,6 +333,33 @@ def requirements() -> str:
         "torch==2.13.0+cpu\n"
         f"attnbook @ git+{url}@{ref}#subdirectory=lib\n"
     )
+
+
+def for_colab(path: Path, questions: list[Question]) -> None:
+    """Let the student notebook run in Colab: the install cell first, then otter's
+    first cell made to start, in Colab only, attnbook.grading.colab's stand-in
+    (otter 7 cannot find its tests there) instead of otter."""
+    nb = nbformat.read(path, as_version=4)
+    (init,) = [c for c in nb.cells if c.cell_type == "code" and "otter.Notebook(" in c.source]
+    (install,) = [
+        c for c in nb.cells if c.cell_type == "code" and "Colab only: install" in c.source
+    ]
+    checked = {q.name: (q.check, q.answer) for q in questions if q.check}
+    pairs = "".join(f"\n        {name!r}: {pair!r}," for name, pair in checked.items())
+    init.source = (
+        "# Initialize Otter. In Colab, where otter cannot run this notebook, the book's own\n"
+        "# checks stand in for it (attnbook.grading.colab): grader.check shows the same report.\n"
+        "import sys\n\n"
+        'if "google.colab" in sys.modules:\n'
+        "    from attnbook.grading.colab import Notebook\n\n"
+        f"    grader = Notebook({{{pairs}\n    }})\n"
+        "else:\n"
+        "    import otter\n\n"
+        f'    grader = otter.Notebook("{path.name}")'
+    )
+    nb.cells.remove(install)
+    nb.cells.insert(0, install)
+    nbformat.write(nb, path)
 
 
 def leaks(student: Path, questions: list[Question], seed: int) -> list[str]:
@@ -361,6 +405,8 @@ def build(
     started = time.perf_counter()
     otter = os.path.abspath(otter)
     subprocess.run([otter, "assign", f"{path.stem}.ipynb", "."], cwd=folder, check=True)
+    for student in (folder / "student").glob("*.ipynb"):
+        for_colab(student, questions)
     found = leaks(folder / "student", questions, seed)
     if found:
         raise SystemExit("solutions reached student/:\n" + "\n".join(found))

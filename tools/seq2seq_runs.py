@@ -9,7 +9,8 @@ position), the small Transformer encoder-decoder with its symbol embeddings
 scaled by sqrt(D) (as shipped) and without that factor (the ablation: exact
 match per format and accuracy per output position for both), and two rows
 that separate the factor's two effects (both tables times sqrt(D); neither,
-with the positions times 1/sqrt(D)), alignment
+with the positions times 1/sqrt(D); chapter 14, book/positions.ipynb, prints
+these in its "Going deeper: how loud the positions are"), alignment
 statistics, the century swap (which route, the decoder's initial state or
 the attended states, carries the century of the numeric dates), and the GRU
 with attention started from zeros instead of the encoder's final state (the

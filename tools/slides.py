@@ -25,9 +25,10 @@ slide notebook's own; any other deck is executed afresh. Code is never shown, on
 then SVG, then PNG, then plain text, and printed text.
 
 Written into ``_build/html/slides/`` (the website publishes that folder):
-``NAME.html`` and ``NAME.pdf`` per deck, and once for all decks ``_static/``:
-reveal.js (from ``slides/node_modules``, installed by ``npm ci`` from
-``slides/package-lock.json``) and MathJax 3 (from the Python lock's
+``NAME.html`` and ``NAME.pdf`` per deck (the PDF's links lead to the published
+website, :func:`published_decks`, not to the local server it is printed from),
+and once for all decks ``_static/``: reveal.js (from ``slides/node_modules``,
+installed by ``npm ci`` from ``slides/package-lock.json``) and MathJax 3 (from the Python lock's
 ``sphinx-mathjax-offline``). A deck's size is its HTML alone: everything it
 loads besides is in ``_static/``, shared by every deck and loaded once.
 ``_build/html/slides/build.json`` records each deck's size and build time.
@@ -149,6 +150,30 @@ def render_cell(cell, where: str) -> str:
     return ""
 
 
+# The book's two licences, as LICENSE gives them and every page of the website links them
+# in its footer (_config.yml's html.extra_footer; tests/test_slides.py checks they agree).
+CC_BY = "https://creativecommons.org/licenses/by/4.0/"
+MIT = "https://opensource.org/license/mit"
+
+
+def credit_html(config: dict | None = None) -> str:
+    """The title slide's credit and licence line, so that a deck shared on its own says
+    whose it is, where the book is and how it may be reused: the instructor guide's
+    credit line, for the book itself. The addresses are written out, for paper."""
+    from tools.book_index import site_url
+    from tools.site import config as read_config
+
+    config = read_config() if config is None else config
+    book = site_url(config)
+    title, author = html.escape(config["title"]), html.escape(config["author"])
+    return (
+        f'<p class="attnbook-deck-credit">&ldquo;{title}&rdquo; by {author}, '
+        f'<a href="{book}">{book}</a>, licensed under CC BY 4.0 '
+        f'(<a rel="license" href="{CC_BY}">{CC_BY}</a>: the text, figures and these slides) '
+        f'and MIT (<a rel="license" href="{MIT}">{MIT}</a>: the code).</p>'
+    )
+
+
 STYLE = """
 .reveal { --r-main-font-size: 28px; --r-heading1-size: 2.1em; --r-heading2-size: 1.45em;
   --r-heading3-size: 1.1em; }
@@ -165,6 +190,7 @@ STYLE = """
 .reveal .attnbook-output img { margin: 0; }
 .reveal .attnbook-checkpoint { border-left: 6px solid #2a76dd; padding-left: 0.6em; }
 .reveal .attnbook-deck-source { font-size: 0.6em; color: #555; }
+.reveal .attnbook-deck-credit { font-size: 0.5em; color: #555; margin-top: 3em; }
 .reveal table { font-size: 0.8em; }
 """
 
@@ -219,6 +245,8 @@ def deck_html(nb, name: str) -> str:
     for number, slide in enumerate(slides, start=1):
         where = f"{name}, slide {number}"
         body = "\n".join(render_cell(cell, where) for cell in slide["cells"])
+        if number == 1:
+            body += "\n" + credit_html()
         notes = "\n".join(render_cell(cell, where) for cell in slide["notes"])
         aside = f'<aside class="notes">{notes}</aside>' if notes else ""
         css = ' class="title-slide"' if number == 1 else ""
@@ -309,8 +337,52 @@ def build_deck(name: str, out: Path = OUT, executed: Path | None = None) -> dict
     }
 
 
+# Hosts of the local server the decks are printed from: no link in a PDF may lead there.
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+
+
+def published_decks() -> str:
+    """Where the website publishes the decks, ``https://OWNER.github.io/REPO/slides/``
+    (:func:`tools.book_index.site_url` of ``_config.yml``'s repository)."""
+    from tools.book_index import site_url
+    from tools.site import config
+
+    return site_url(config()) + "slides/"
+
+
+def pdf_links(pdf: Path) -> list[tuple[int, str]]:
+    """Every link of a PDF as (page number from 1, URI), in page order."""
+    from pypdf import PdfReader
+
+    links = []
+    for number, page in enumerate(PdfReader(pdf).pages, start=1):
+        for annotation in page.get("/Annots") or []:
+            annotation = annotation.get_object()
+            action = annotation.get("/A")
+            if annotation.get("/Subtype") == "/Link" and action and "/URI" in action:
+                links.append((number, str(action["/URI"])))
+    return links
+
+
+def local_links(pdf: Path) -> list[tuple[int, str]]:
+    """The links of a PDF that lead to this machine (the print server), not to the web."""
+    from urllib.parse import urlparse
+
+    return [(n, uri) for n, uri in pdf_links(pdf) if urlparse(uri).hostname in LOCAL_HOSTS]
+
+
+# Every link of the printed page made absolute against the deck's published address: a
+# relative link (the title slide's ``../book/NAME.html``, a ``#/3``) would otherwise be
+# printed against the local server's, http://127.0.0.1:PORT/..., dead once the PDF is shared.
+PUBLISH_LINKS_JS = """published => {
+    for (const link of document.querySelectorAll('a[href]'))  // an SVG's <a> too
+        link.setAttribute('href', new URL(link.getAttribute('href'), published).href);
+}"""
+
+
 def _print_once(browser, url: str, pdf: Path, name: str) -> None:
-    """One print of a deck's ``?print-pdf`` view, once its pages and mathematics are laid out."""
+    """One print of a deck's ``?print-pdf`` view, once its pages and mathematics are laid
+    out, its links pointing at the published deck (:func:`published_decks`)."""
     from tools.browser import Offline
 
     with Offline(browser, viewport={"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT}) as tab:
@@ -318,6 +390,7 @@ def _print_once(browser, url: str, pdf: Path, name: str) -> None:
         tab.page.wait_for_function("window.Reveal && Reveal.isReady()")
         tab.page.evaluate("MathJax.startup.promise")
         tab.page.wait_for_function("document.documentElement.dataset.pdfReady === '1'")
+        tab.page.evaluate(PUBLISH_LINKS_JS, published_decks() + f"{name}.html")
         tab.page.emulate_media(media="print")
         tab.page.pdf(path=str(pdf), prefer_css_page_size=True, print_background=True)
         if tab.blocked or tab.errors:
@@ -347,6 +420,12 @@ def print_pdfs(names: list[str], out: Path = OUT) -> dict[str, dict]:
                     break
                 if attempt == 2:
                     raise RuntimeError(f"{pdf}: {pages} pages printed for {slides} slides")
+            local = local_links(pdf)
+            if local:
+                raise RuntimeError(
+                    f"{pdf}: links (page, address) to the print server, dead once the PDF "
+                    f"is shared: {local}; every link must lead to {published_decks()}"
+                )
             results[name] = {
                 "pdf_bytes": pdf.stat().st_size,
                 "pdf_seconds": round(time.perf_counter() - start, 1),

@@ -18,6 +18,9 @@ CommonMark, folded setup cells, figure captions) and leaves out:
 * the pointers to the solutions ("Solution: open the dropdown ...") and the
   sentences that say every exercise has one.
 
+In place of each checked exercise's solution cell it puts an empty answer cell:
+the answer function's signature (the parameters the exercise names) with an
+empty body, and the checker called on it, so that the edition is a workbook.
 A note under the title says what this edition is. The exercises, their
 checkers' imports and everything else stay as in the reader's edition, with
 their stored outputs. Writing twice gives the same files.
@@ -119,6 +122,43 @@ def _names(source: str) -> tuple[set[str], set[str]]:
     return loads, stores.names
 
 
+def answer_cell(cell: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+    """The empty answer cell that replaces a checked exercise's solution cell: the
+    answer function's signature with an empty body, and the checker called on it as
+    the solution cell calls it. None for a cell that is not a checked exercise's."""
+    meta = cell.metadata.get("attnbook", {})
+    if not {"answer", "check", "solution"} <= set(meta):
+        return None
+    tree = ast.parse(cell.source)
+    solution = next(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == meta["solution"]),
+        None,
+    )
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) == meta["check"]
+    ]
+    if solution is None or not calls:
+        return None
+    checker = ast.unparse(calls[0].func)
+    # The parameters the exercise names: the solution's, less any it adds with a default.
+    arguments = solution.args
+    required = arguments.args[: len(arguments.args) - len(arguments.defaults)]
+    signature = ", ".join(a.arg for a in arguments.posonlyargs + required)
+    source = (
+        f"# Your answer: write {meta['answer']}, then run this cell; the checker's report\n"
+        "# says which cases pass and names the likely mistake.\n"
+        f"def {meta['answer']}({signature}):\n"
+        "    ...\n\n\n"
+        f"{checker}({meta['answer']})"
+    )
+    answer = nbformat.v4.new_code_cell(source)
+    answer.id = f"answer-{meta['answer'].replace('_', '-')}"
+    return answer
+
+
 def without_solutions(source: nbformat.NotebookNode, removed: Removed) -> nbformat.NotebookNode:
     """The chapter's cells without solution cells and the cells that need them.
 
@@ -137,6 +177,10 @@ def without_solutions(source: nbformat.NotebookNode, removed: Removed) -> nbform
         if "solution" in cell.metadata.get("tags", []):
             removed.solution_cells += 1
             unavailable |= stores
+            answer = answer_cell(cell)
+            if answer is not None:
+                kept.append(answer)
+                unavailable -= _names(answer.source)[1]
             continue
         hidden_check = "remove-cell" in cell.metadata.get("tags", [])
         if loads & unavailable or (hidden_check and SOLUTION_COMMENT.search(cell.source)):

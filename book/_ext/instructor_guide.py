@@ -64,6 +64,7 @@ class Exercise:
     stars: int
     title: str
     checkers: list[str] = field(default_factory=list)
+    ident: str | None = None  # the exercise id (cell metadata): EXERCISES=... takes it
 
 
 @dataclass
@@ -179,6 +180,16 @@ def read_chapter(path: Path, part: str, part_title: str) -> Chapter:
             for call in EXPLORER.findall(source):
                 if call not in [c for c, _ in explorers]:
                     explorers.append((call, section))
+    if path.suffix == ".ipynb":
+        nb = nbformat.read(path, as_version=4)
+        idents = [
+            entry.get("exercise")
+            for cell in nb.cells
+            for entry in cell.metadata.get("attnbook", {}).get("exercises", [])
+        ]
+        if len(idents) == len(exercises):
+            for exercise, ident in zip(exercises, idents):
+                exercise.ident = ident
     return Chapter(
         name=name,
         part=part,
@@ -281,7 +292,9 @@ def chapter_tables(found: list[Chapter], times: dict, decks: set[str]) -> str:
         learn = "\n".join(f"- {item}" for item in chapter.learn)
         if chapter.exercises:
             exercises = "\n".join(
-                f"- **{e.number}.** {_stars(e.stars)} {e.title}: "
+                f"- **{e.number}.** {_stars(e.stars)} {e.title}"
+                + (f" (`{e.ident}`)" if e.ident else "")
+                + ": "
                 + (
                     "checked by " + ", ".join(f"`{c}`" for c in e.checkers)
                     if e.checkers

@@ -230,17 +230,18 @@ def masked_softmax_additive_mask(X, valid_lens):  # X + (-1e9 on masked keys)
 
 
 def masked_softmax_upcast(X, valid_lens):  # right values, but float32 for float16 scores
-    return masked_softmax_ok(X.float(), valid_lens)
+    return masked_softmax_renorm_ok(X.float(), valid_lens)
 
 
 def masked_softmax_detached(X, valid_lens):  # no gradient reaches the scores
-    return masked_softmax_ok(X.detach(), valid_lens)
+    return masked_softmax_renorm_ok(X.detach(), valid_lens)
 
 
 def masked_softmax_off_by_one(X, valid_lens):  # keeps key `length` as well
     keep = torch.arange(X.shape[-1]) <= _keep(X, valid_lens).sum(-1, keepdim=True)
-    weights = torch.softmax(X.masked_fill(~keep, torch.finfo(X.dtype).min), dim=-1)
-    return torch.where(keep, weights, 0.0)
+    shift = torch.where(keep, X, X.amin(dim=-1, keepdim=True)).amax(dim=-1, keepdim=True)
+    e = torch.exp(torch.where(keep, X - shift, 0.0)) * keep
+    return e / e.sum(dim=-1, keepdim=True)
 
 
 def masked_softmax_1d_only(X, valid_lens):
@@ -254,8 +255,10 @@ def masked_softmax_ignores_lengths(X, valid_lens):
 
 def masked_softmax_in_place(X, valid_lens):
     keep = _keep(X, valid_lens)
-    X.masked_fill_(~keep, torch.finfo(X.dtype).min)
-    return torch.where(keep, torch.softmax(X, dim=-1), 0.0)
+    X.masked_fill_(~keep, 0.0)  # into the caller's tensor
+    shift = torch.where(keep, X, X.amin(dim=-1, keepdim=True)).amax(dim=-1, keepdim=True)
+    e = torch.exp(torch.where(keep, X - shift, 0.0)) * keep
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
 
 
 def causal_ok(batch, queries):
@@ -342,7 +345,7 @@ def entropy_first_axis(p):
 # checker: (right answers, {wrong answer: a case that must fail})
 CHECKERS = {
     "check_softmax": (
-        [softmax_ok, lambda X: torch.softmax(X, dim=-1)],
+        [softmax_ok],  # PyTorch's softmax is refused: see test_checks_shortcuts.py
         {
             softmax_overflows: "very large and very small scores",
             softmax_wrong_axis: "a random 10x10 matrix",
@@ -391,13 +394,13 @@ CHECKERS = {
         },
     ),
     "check_masked_softmax": (
-        [masked_softmax_ok, masked_softmax_renorm_ok, masked_softmax_minus_inf_nan_to_zero],
+        # masked_softmax_ok fills with finfo.min, which exercise 1 refuses.
+        [masked_softmax_renorm_ok, masked_softmax_minus_inf_nan_to_zero],
         {
             masked_softmax_minus_1e6: "a sequence of length 0 gives a row of zeros",
             masked_softmax_minus_inf: "a sequence of length 0 gives a row of zeros",
             masked_softmax_minus_1e6_then_zero: "float16 scores, lengths [2, 3]",
             masked_softmax_minus_1e4_then_zero: "real scores around -1e7",
-            masked_softmax_finfo_no_zeroing: "a 2-D length of 0 for one query",
             masked_softmax_zero_after: "1-D lengths [2, 3]",
             masked_softmax_zero_after_renorm: "masked scores of 1e30",
             masked_softmax_exp_times_mask: "masked scores of 1e30",
@@ -591,13 +594,18 @@ def test_checker_rejects_any_visible_error(name, error):
     # float16 and bfloat16 answers are compared to a few units in their last place.
     lines = [line for line in report.lines if abs(error) >= 0.1 or not _low_precision(line)]
     assert lines and all(line.startswith("  FAIL  ") for line in lines)
-    assert all("expected" in line and "at index" in line for line in lines)
+    # An integer answer (lengths) that turns into floats is told its dtype first.
+    wanted = "expected an integer tensor" if name == "check_causal_lengths" else "at index"
+    assert all("expected" in line and wanted in line for line in lines)
 
 
 @pytest.mark.parametrize("name", sorted(CHECKERS))
 @given(error=st.floats(-1e-7, 1e-7))
 @settings(max_examples=10)
 def test_checker_accepts_rounding_errors(name, error):
+    if name == "check_causal_lengths":  # integers: no rounding, and floats are refused
+        return
+
     def rounded(*args):
         out = correct(name)(*args)
         if out.dtype in (torch.float16, torch.bfloat16):
@@ -724,8 +732,13 @@ def test_check_epanechnikov_names_each_classic_mistake():
     assert "integrate to 1" in repr(checks.check_epanechnikov(epanechnikov_no_three_quarters))
 
 
-def test_check_causal_lengths_accepts_floats_of_the_right_values():
-    assert checks.check_causal_lengths(lambda b, q: causal_ok(b, q).float())
+def test_check_causal_lengths_refuses_floats_of_the_right_values():
+    """The exercise asks for an integer tensor (the teacher trial's float lengths
+    passed): every case fails, saying which dtype was expected."""
+    report = checks.check_causal_lengths(lambda b, q: causal_ok(b, q).float())
+    assert not report.passed and len(report.failures) == len(report.lines)
+    assert "expected an integer tensor (dtype torch.int64), got dtype torch.float32" in repr(report)
+    assert checks.check_causal_lengths(lambda b, q: causal_ok(b, q).int())  # int32 is an integer
 
 
 def test_check_entropy_hint():

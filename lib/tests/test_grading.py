@@ -228,14 +228,16 @@ def test_a_function_past_the_memory_limit_fails_its_question(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "cell, words",
+    "cell, limit, words",
     [
-        ("import os\nos._exit(0)", "could not be run: its process exited with status 0"),
-        ("while True:\n    pass", "could not be run: no answer within 3 s"),
+        ("import os\nos._exit(0)", 60.0, "could not be run: its process exited with status 0"),
+        ("while True:\n    pass", 3.0, "could not be run: no answer within 3 s"),
     ],
 )
-def test_a_notebook_that_cannot_run_is_an_error_not_a_zero(tmp_path, cell, words, monkeypatch):
-    monkeypatch.setattr(remote, "START_TIMEOUT", 3.0)
+def test_a_notebook_that_cannot_run_is_an_error_not_a_zero(
+    tmp_path, cell, limit, words, monkeypatch
+):
+    monkeypatch.setattr(remote, "START_TIMEOUT", limit)
     graded = grade(notebook(tmp_path, RIGHT, cell))
     assert graded.status == "error" and graded.scores == {}
     assert words in graded.reason
@@ -254,10 +256,13 @@ def test_in_place_edits_and_gradients_cross_the_process_boundary(tmp_path):
     from attnbook.checks import check_masked_softmax
 
     edits = (
-        "from attnbook import masking\n"
         "def masked_softmax_renorm(X, valid_lens):\n"
-        "    out = masking.masked_softmax(X.detach().clone(), valid_lens)\n"
-        "    X.detach().mul_(2)\n"
+        "    lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None].expand(X.shape[:2])\n"
+        "    keep = torch.arange(X.shape[-1]) < lens[..., None]\n"
+        "    Z = torch.where(keep, X, X.amin(-1, keepdim=True))\n"
+        "    e = torch.exp(Z - Z.amax(-1, keepdim=True)) * keep\n"
+        "    out = e / e.sum(-1, keepdim=True).clamp_min(1e-30)\n"
+        "    X.detach().mul_(2)  # the slip: the caller's scores doubled\n"
         "    return out\n"
     )
     path = notebook(tmp_path, edits)
@@ -278,3 +283,26 @@ def test_in_place_edits_and_gradients_cross_the_process_boundary(tmp_path):
     (masking.masked_softmax(leaf, lengths) * leaf.new_tensor(range(4))).sum().backward()
     assert out.grad_fn is not None
     assert (X.grad - leaf.grad).abs().max() < 1e-6
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "from attnbook import masking\n"
+        "def masked_softmax_renorm(X, valid_lens):\n"
+        "    return masking.masked_softmax(X, valid_lens)\n",
+        "from attnbook.masking import masked_softmax\n"
+        "def helper(X, lens):\n    return masked_softmax(X, lens)\n"
+        "def masked_softmax_renorm(X, valid_lens):\n    return helper(X, valid_lens)\n",
+        "from attnbook import masking\nmasked_softmax_renorm = masking.masked_softmax\n",
+    ],
+    ids=["module attribute", "imported name through a helper", "the book's function itself"],
+)
+def test_a_forbidden_shortcut_is_refused_through_the_grader(tmp_path, cell):
+    """The trial's s20: the from-scratch masked softmax answered with the book's own."""
+    from attnbook.checks import check_masked_softmax
+
+    with remote.Submission(notebook(tmp_path, cell), deadline=time.monotonic() + 60) as submission:
+        report = check_masked_softmax(submission.function("masked_softmax_renorm"))
+    assert not any(line.lstrip().startswith("ok") for line in report.lines)
+    assert report.mistake.startswith("refused"), repr(report)

@@ -130,3 +130,20 @@ def test_a_tensor_is_data_not_code():
     size = len(base64.b64decode(payload))
     back = wire.decode({"$tensor": "uint8", "shape": [size], "data": payload})
     assert back.dtype == torch.uint8 and back.numel() == size
+
+
+def test_colab_stand_in_for_otter_runs_the_books_cases(capsys):
+    """attnbook.grading.colab: grader.check in Colab, where otter cannot run."""
+    from attnbook.grading import colab
+
+    grader = colab.Notebook({"q": ("check_causal_lengths", "causal_lengths")})
+    env = {"causal_lengths": lambda b, q: torch.arange(1, q + 1).repeat(b, 1)}
+    assert grader.check("q", env).passed
+    env = {"causal_lengths": lambda b, q: torch.arange(q).repeat(b, 1)}
+    report = grader.check("q", env)
+    assert not report.passed and "Likely mistake" in repr(report)
+    assert "no function causal_lengths yet" in repr(grader.check("q", {}))
+    with pytest.raises(ValueError, match="question must be one of"):
+        grader.check("nope", env)
+    grader.export(pdf=False, run_tests=True)
+    assert "Download .ipynb" in capsys.readouterr().out

@@ -18,7 +18,10 @@ Your function and every known mistake run on fresh copies of each case's
 inputs: a function that edits its input in place is told so ("modified its
 input in place"), and the edit changes neither the next case nor the
 diagnosis. Where an exercise forbids a shortcut (the library's own answer,
-``F.layer_norm``, ``torch.softmax``, an n x n tensor), the checker rejects it.
+``F.layer_norm``, ``torch.softmax``, a fill of ``torch.finfo(...).min``, an
+n x n tensor), the checker rejects it: what runs is watched, and the source of
+your function is read (comments and strings do not count, nor does a function
+of your own that shares the library's name).
 
 The checkers live in one module per chapter (``qkv``, ``pooling``,
 ``masked``, ``scoring``, ``part2``, ``learns``, ``part3``, ``lm``, ``induction``,

@@ -21,6 +21,13 @@ first wrong entry) and adds its hint, if it has one. An exception raised by
 the reader's code is reported with its message and a one-line reading of it.
 A hint or diagnosis ends with :func:`_see`, the section of the chapter that
 explains the mistake, and never recommends what its exercise forbids.
+
+**Refusals.** A checker whose exercise forbids a shortcut passes its
+:class:`~._source.Shortcut` list as ``_run(..., refuse=...)``: a function whose
+source (:func:`source_of`) takes one is not run, and every case fails with a
+line that names what was refused and why; the report's ``mistake`` is
+``"refused: ..."``. An in-place edit that was seen outranks a known mistake
+that explains only the failing cases.
 """
 
 from __future__ import annotations
@@ -33,6 +40,10 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
+
+from ._readings import _read_exception as _read_exception  # the tests read it here
+from ._source import Shortcut, shortcut_taken
+from ._source import source_of as source_of  # the source a refusal reads
 
 # The chapters, by the titles the reader sees.
 _QKV = "Queries, Keys and Values"
@@ -137,6 +148,12 @@ def _compare_tensor(got: object, expected: torch.Tensor, atol: float = 1e-5) -> 
         return f"expected a torch.Tensor, got {type(got).__name__}"
     if got.shape != expected.shape:
         return f"expected shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+    if _integer(expected) and not _integer(got):
+        return (
+            f"expected an integer tensor (dtype {expected.dtype}), got dtype {got.dtype}: "
+            "lengths and counts are whole numbers; build them with integer arguments "
+            "(torch.arange(1, n + 1), not torch.arange(1.0, n + 1)) or convert with .long()"
+        )
     rtol = 1e-4
     if expected.dtype in _LOW_PRECISION:
         if got.dtype != expected.dtype:
@@ -155,6 +172,10 @@ def _compare_tensor(got: object, expected: torch.Tensor, atol: float = 1e-5) -> 
     return None
 
 
+def _integer(t: torch.Tensor) -> bool:
+    return not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
+
+
 def _compare(got: object, expected: torch.Tensor | dict[str, torch.Tensor]) -> str | None:
     """Compare a tensor, or each named part of a dict of tensors (e.g. output and gradient)."""
     if not isinstance(expected, dict):
@@ -164,77 +185,6 @@ def _compare(got: object, expected: torch.Tensor | dict[str, torch.Tensor]) -> s
         if problem is not None:
             return f"{part}: {problem}"
     return None
-
-
-# Readings of the messages that torch raises most often in the exercises: a
-# pattern of the message and what it usually means in the reader's code.
-_READINGS: tuple[tuple[str, str], ...] = (
-    (
-        r"Expected size for first two dimensions of batch2 tensor|batch1 and batch2 must",
-        "torch.bmm multiplies (batch, n, m) by (batch, m, p): the batch sizes or the inner "
-        "sizes of your two tensors disagree; on a batch, K.T reverses all three axes, "
-        "while K.transpose(-2, -1) swaps only the last two",
-    ),
-    (
-        r"mat1 and mat2 shapes cannot be multiplied|size mismatch, got input|"
-        r"shapes cannot be multiplied",
-        "the two matrices of a product do not fit: the last size of the first must equal "
-        "the first size of the second; print the shapes of both",
-    ),
-    (
-        r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
-        "two tensors were combined elementwise but their shapes do not broadcast: line up "
-        "their shapes from the right; a reduction without keepdim=True drops an axis",
-    ),
-    (
-        r"Dimension out of range|dimension specified as .* but tensor has no dimensions",
-        "an axis index is larger than the tensor has axes; the last axis is dim=-1",
-    ),
-    (
-        r"expected scalar type|expected .*dtype|result type .* can't be cast|"
-        r"must have the same dtype|Found dtype",
-        "two tensors of different dtypes met in one operation (for example float32 and "
-        "float64, or a float and an integer tensor); convert one with .to(other.dtype)",
-    ),
-    (
-        r"a leaf Variable that requires grad|modified by an inplace operation",
-        "an in-place operation (a method ending in _, or x[...] = ...) changed a tensor "
-        "that autograd still needs; build a new tensor instead",
-    ),
-    (
-        r"not implemented for 'Half'|not implemented for 'BFloat16'",
-        "this operation has no float16/bfloat16 version on the CPU; compute in float32 "
-        "and convert the result back with .to(X.dtype)",
-    ),
-    (
-        r"index .* is out of bounds|out of bounds for dimension|index out of range",
-        "an index reached past the end of an axis: positions run from 0 to size - 1",
-    ),
-    (
-        r"torch\.return_types",
-        "X.max(dim=...) and X.min(dim=...) return a pair (values, indices), not a tensor: "
-        "take its .values",
-    ),
-    (
-        r"could not infer output dtype|Got: Bool|Got: Long",
-        "mean() needs a floating-point tensor, and a comparison such as a == b gives a "
-        "tensor of booleans: convert it first with .float()",
-    ),
-    (
-        r"can't convert|Can't call numpy\(\) on Tensor that requires grad",
-        "the tensor went through NumPy or Python numbers; stay with torch operations",
-    ),
-)
-
-
-def _read_exception(err: BaseException) -> str:
-    """The reader's exception, as its type, its first line and a one-line reading."""
-    message = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    line = f"raised {type(err).__name__}: {message}" if message else f"raised {type(err).__name__}"
-    for pattern, reading in _READINGS:
-        if re.search(pattern, str(err)):
-            return f"{line} (this usually means: {reading})"
-    return line
 
 
 def _to_case(case: Case | tuple) -> Case:
@@ -403,6 +353,7 @@ def _diagnose(
     failed: list[bool],
     mistakes: Sequence[Mistake],
     probe: Callable | None,
+    unknown: Sequence[bool] = (),
 ) -> tuple[Mistake, bool] | None:
     """The known mistake the reader's answers agree with, and whether on every case.
 
@@ -414,8 +365,14 @@ def _diagnose(
     failed cases are tried first and a mistake is dropped at its first
     disagreement: the rest of its cases (a large one can take a second under
     a probe) are not run.
+
+    Cases marked ``unknown`` (where the reader's function stopped on its own
+    in-place edit of a tensor that tracks gradients, which no mistake makes)
+    say nothing either way and are left out.
     """
-    order = [i for i, f in enumerate(failed) if f] + [i for i, f in enumerate(failed) if not f]
+    skip = {i for i, u in enumerate(unknown) if u}
+    order = [i for i, f in enumerate(failed) if f and i not in skip]
+    order += [i for i, f in enumerate(failed) if not f and i not in skip]
     partial = None
     for mistake in mistakes:
         agrees_on_failed = True
@@ -438,6 +395,7 @@ def _run(
     mistakes: Sequence[Mistake] = (),
     probe: Callable[[Callable], Callable] | None = None,
     explain: Callable[[Case, Any], str | None] | None = None,
+    refuse: Sequence[Shortcut] = (),
 ) -> CheckReport:
     """Run ``fn`` on every case and report, one line per case, then the likely mistake.
 
@@ -460,10 +418,16 @@ def _run(
     the first failing case whose answer no known mistake explains (which
     entries, and what that pattern usually means); it then replaces the
     case hints, which restate the method.
+
+    ``refuse`` lists the shortcuts the exercise forbids (see :mod:`._source`):
+    a function whose source takes one is not run, and fails every case.
     """
     if not callable(fn):
         raise TypeError(f"fn must be a function, got {fn!r}")
     cases = [_to_case(case) for case in cases]
+    taken = shortcut_taken(fn, refuse)
+    if taken is not None:
+        return _refused(name, cases, *taken)
     report = CheckReport(name)
     outcomes, problems, wrong, edits = [], [], [], []
     for case in cases:
@@ -494,12 +458,18 @@ def _run(
         wrong.append(problem is not None)
         edits.append(list(modified))
         problems.append(problem)
-    found = _diagnose(fn, cases, outcomes, wrong, mistakes, probe) if any(wrong) else None
+    unknown = [
+        bool(m) and o.error is not None and _LEAF_IN_PLACE in str(o.error)
+        for o, m in zip(outcomes, edits)
+    ]
+    found = _diagnose(fn, cases, outcomes, wrong, mistakes, probe, unknown) if any(wrong) else None
     if found is None and any(wrong):
         from ._matching import match  # the reference's mutants: see _matching
 
         texts = [c.hint for c, w in zip(cases, wrong) if w] + [m.diagnosis for m in mistakes]
         found = match(name, cases, outcomes, wrong, probe, texts)
+    if found is not None and not found[1] and any(edits):
+        found = None  # an in-place edit seen beats a mistake that explains only the failures
     explained = found is not None or explain is None or not any(wrong)
     # The failing answers, for an explain that compares cases (is a count's ratio
     # to the right one the same in every case, or a coincidence of one case's sizes?).
@@ -539,7 +509,12 @@ def _run(
         report.mistake = mistake.name
         lead = "Likely mistake" if everywhere else "Likely mistake (in the failing cases)"
         report.diagnosis = f"  {lead}: {mistake.diagnosis}"
-    elif any(edits) and not any(wrong):
+        if any(edits):
+            report.diagnosis += (
+                "; besides, the function modified its input in place (X -= m, X[...] = ..., "
+                "a method ending in _): compute into a new tensor instead"
+            )
+    elif any(edits):
         report.mistake = "modified its input in place"
         texts = [m.diagnosis for m in mistakes] + [c.hint for c in cases if c.hint]
         pointer = next(
@@ -552,6 +527,21 @@ def _run(
         hint = next((c.hint for c, w in zip(cases, wrong) if w and c.hint), None)
         if hint:
             report.diagnosis = f"  Hint: {hint}"
+    return report
+
+
+def _refused(name: str, cases: list[Case], shortcut: Shortcut, where: str) -> CheckReport:
+    """The report of a function that takes a shortcut its exercise forbids: every
+    case fails, each saying what was refused and why."""
+    report = CheckReport(name, mistake=f"refused: {shortcut.name}")
+    reason = f"refused: it uses {where}, {shortcut.why}"
+    for case in cases:
+        report.lines.append(f"  FAIL  {case.description}: {reason}")
+        report.failures.append(case.description)
+    report.diagnosis = (
+        f"  Refused: your function uses {where}, {shortcut.why}; no case earns a point "
+        "until it is gone (comments and strings do not count)"
+    )
     return report
 
 

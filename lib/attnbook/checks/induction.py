@@ -7,6 +7,14 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
+from ._source import Shortcut
+
+#: Exercise 2 (a) writes the score "without calling induction.previous_token_score".
+_SCORE_SHORTCUT = Shortcut(
+    "the book's previous_token_score",
+    ("attnbook.induction.previous_token_score", "attnbook.induction_heads.previous_token_score"),
+    "the book's own induction.previous_token_score, which the exercise asks you not to call",
+)
 
 _INDUCTION = "Induction Heads: Attention That Copies"
 _PATTERNS = _see("Finding heads by their patterns", _INDUCTION)
@@ -132,7 +140,11 @@ def check_previous_token_score(fn: Callable[[torch.Tensor], torch.Tensor]) -> Ch
         ),
     ]
     return _run(
-        "check_previous_token_score", fn, cases, mistakes=check_previous_token_score.mistakes
+        "check_previous_token_score",
+        fn,
+        cases,
+        mistakes=check_previous_token_score.mistakes,
+        refuse=(_SCORE_SHORTCUT,),
     )
 
 

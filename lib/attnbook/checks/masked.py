@@ -22,6 +22,7 @@ from ._core import (
 )
 from ._draws import _draws
 from ._explain import explainer
+from ._source import Shortcut
 
 # ---------------------------------------------------------------- Masked Softmax
 
@@ -192,6 +193,16 @@ _NO_FILL = (
         "this looks like exp(X) times the mask with no shift: a huge masked score "
         "overflows to inf (inf * 0 = NaN), and scores around -1e7 underflow to 0; "
         "subtract the maximum over the valid keys first; "
+        + _see("Building a masked softmax, step by step", _MASKED),
+    ),
+    Mistake(
+        "no shift, masked zeroed first",
+        lambda X, lens: _renorm(X, lens, shift=None),
+        "this looks like no shift: the masked scores are zeroed before exp, as they should "
+        "be, but no row's maximum is subtracted, so real scores around -1e7 underflow to "
+        "exp(...) = 0 (a row of zeros) and scores near 100 overflow float32's exp "
+        "(inf / inf = NaN); subtract each row's maximum over its valid keys first, so "
+        "that the largest exponent is exp(0) = 1; "
         + _see("Building a masked softmax, step by step", _MASKED),
     ),
     Mistake(
@@ -420,8 +431,26 @@ def check_masked_softmax(
         cases,
         mistakes=check_masked_softmax.mistakes,
         explain=explainer(("sequence", "query", "key")),
+        refuse=_RENORM_SHORTCUTS,
     )
 
+
+#: What exercise 1 forbids: the book's own answer, and the dtype's extreme value as a
+#: fill ("never writes a large negative number"), found in the reader's source.
+_RENORM_SHORTCUTS = (
+    Shortcut(
+        "the book's masked_softmax",
+        ("attnbook.masking.masked_softmax",),
+        "the book's own masked softmax: the exercise asks you to write it yourself",
+    ),
+    Shortcut(
+        "a fill of the dtype's extreme value",
+        ("torch.finfo().min", "torch.finfo().max", "numpy.finfo().min", "numpy.finfo().max"),
+        "the dtype's extreme value, a large negative fill: the exercise never writes a "
+        "large negative number (shift by the maximum over the valid keys, zero the masked "
+        "differences, exponentiate, divide by the row sum)",
+    ),
+)
 
 _CAUSAL = _see("Building a masked softmax, step by step", _MASKED)
 

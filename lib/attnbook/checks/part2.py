@@ -12,6 +12,7 @@ from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 from ._draws import _draws
 from ._explain import describe, explainer
 from ._probes import _chain, _refusing
+from ._source import Shortcut
 from ._stability import no_shift_softmax
 
 _MULTIHEAD = "Multi-Head Attention"
@@ -158,8 +159,17 @@ def check_mha_parameter_count(fn: Callable[[int, int, bool], int]) -> CheckRepor
             ),
         ),
         explain=explainer(()),
+        refuse=(_BUILDING_SHORTCUT,),
     )
 
+
+# Caught at run time in this process; read in the source a grader's proxy hands over.
+_BUILDING_SHORTCUT = Shortcut(
+    "MultiHeadAttention(...)",
+    ("attnbook.multihead.MultiHeadAttention",),
+    "the layer built to count its parameters: the exercise asks for a formula",
+    remote=True,
+)
 
 _SHAPES = _see("The parallel implementation, shape by shape", _MULTIHEAD)
 

@@ -10,7 +10,24 @@ from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 from ._draws import _draws
 from ._explain import explainer
 from ._probes import _chain, _refusing, _watched
+from ._source import Shortcut
 from .part2 import _count
+
+#: Caught at run time in this process; read in the source a grader's proxy hands over.
+_LAYER_NORM_SHORTCUT = Shortcut(
+    "a library layer norm",
+    (
+        "torch.nn.functional.layer_norm",
+        "torch.layer_norm",
+        "torch.nn.LayerNorm",
+        "torch.nn.functional.group_norm",
+        "torch.nn.GroupNorm",
+        "attnbook.norms.layer_norm",
+        "attnbook.norms.LayerNorm",
+    ),
+    "a ready-made layer norm, which the exercise asks you to write from scratch",
+    remote=True,
+)
 
 _BLOCK = "The Transformer Block"
 
@@ -233,6 +250,7 @@ def check_layer_norm(
                 [layer_norm], "the library's attnbook.norms.layer_norm, which the exercise replaces"
             ),
         ),
+        refuse=(_LAYER_NORM_SHORTCUT,),
     )
 
 

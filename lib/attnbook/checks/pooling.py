@@ -210,6 +210,7 @@ def _differences(x_query: torch.Tensor, x_train: torch.Tensor) -> torch.Tensor:
 
 
 _WEIGHTS = _see("The Gaussian weights are a softmax", _POOLING)
+_WIDTH = _see("The kernel width", _POOLING)  # where the score with sigma is written
 
 
 @knows(
@@ -223,25 +224,25 @@ _WEIGHTS = _see("The Gaussian weights are a softmax", _POOLING)
         "no 1/2",
         lambda x, xs, w: torch.softmax(-((_differences(x, xs) / w) ** 2), dim=-1),
         "this looks like the score -((x - x_i) / sigma)^2 without the factor 1/2: the "
-        "kernel is then as narrow as one of width sigma / sqrt(2); " + _WEIGHTS,
+        "kernel is then as narrow as one of width sigma / sqrt(2); " + _WIDTH,
     ),
     Mistake(
         "no width",
         lambda x, xs, w: torch.softmax(-(_differences(x, xs) ** 2) / 2, dim=-1),
         "this looks like the score -(x - x_i)^2 / 2 with the width left out: it is right "
-        "at width 1 only; divide the distance by sigma before squaring; " + _WEIGHTS,
+        "at width 1 only; divide the distance by sigma before squaring; " + _WIDTH,
     ),
     Mistake(
         "width not squared",
         lambda x, xs, w: torch.softmax(-(_differences(x, xs) ** 2) / (2 * w), dim=-1),
         "this looks like -(x - x_i)^2 / (2 sigma), with sigma not squared: divide the "
-        "distance by sigma before squaring, -((x - x_i) / sigma)^2 / 2; " + _WEIGHTS,
+        "distance by sigma before squaring, -((x - x_i) / sigma)^2 / 2; " + _WIDTH,
     ),
     Mistake(
         "width as inverse",
         lambda x, xs, w: torch.softmax(-((_differences(x, xs) * w) ** 2) / 2, dim=-1),
         "this looks like the distance multiplied by the width instead of divided: a "
-        "larger width must give a wider, flatter kernel; " + _WEIGHTS,
+        "larger width must give a wider, flatter kernel; " + _WIDTH,
     ),
     Mistake(
         "no minus sign",

@@ -11,6 +11,15 @@ from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 from ._draws import _draws
 from ._explain import explainer
 from ._probes import _refusing
+from ._source import Shortcut
+
+#: Caught at run time in this process; read in the source a grader's proxy hands over.
+_ROPE_SHORTCUT = Shortcut(
+    "apply_rope",
+    ("attnbook.rope.apply_rope",),
+    "the library's apply_rope, which the exercise replaces",
+    remote=True,
+)
 
 _POSITIONS = "Where Position Comes From"
 
@@ -182,6 +191,7 @@ def check_rope_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) 
         cases,
         mistakes=check_rope_scores.mistakes,
         probe=_refusing([apply_rope], "the library's apply_rope, which the exercise replaces"),
+        refuse=(_ROPE_SHORTCUT,),
         explain=explainer(("query position", "key position")),
     )
 

@@ -17,6 +17,15 @@ from ._core import (
     knows,
 )
 from ._explain import explainer
+from ._source import SOFTMAXES, Shortcut
+
+#: Exercise 2 writes the softmax "from scratch (no torch.softmax)".
+_SOFTMAX_SHORTCUT = Shortcut(
+    "torch.softmax",
+    SOFTMAXES,
+    "PyTorch's softmax: the exercise asks you to write the softmax from scratch",
+    methods=("softmax", "log_softmax"),
+)
 
 # ---------------------------------------------------------------- Queries, Keys and Values
 
@@ -173,6 +182,7 @@ def check_softmax(fn: Callable[[torch.Tensor], torch.Tensor]) -> CheckReport:
         cases,
         mistakes=check_softmax.mistakes,
         explain=explainer(("row", "column")),
+        refuse=(_SOFTMAX_SHORTCUT,),
     )
 
 

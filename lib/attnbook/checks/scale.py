@@ -18,7 +18,23 @@ from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 from ._draws import _draws
 from ._explain import describe
 from ._probes import _watched
+from ._source import SOFTMAXES, Shortcut
 from .tiled import check_tiled_causal as check_tiled_causal  # re-exported: it lived here
+
+#: Exercise 1 writes the online softmax from scratch: the book's own is refused.
+_ONLINE_SHORTCUT = Shortcut(
+    "the book's online_softmax",
+    ("attnbook.flash.online_softmax", "attnbook.flash.online_normalizer"),
+    "the book's own online softmax: the exercise asks you to write it from scratch",
+)
+#: ... and PyTorch's softmax, which the runtime probe catches in this process.
+_ONLINE_TORCH = Shortcut(
+    "torch.softmax",
+    SOFTMAXES,
+    "PyTorch's softmax, which the exercise replaces",
+    methods=("softmax", "log_softmax"),
+    remote=True,
+)
 
 _SCALE = "Attention at Scale"
 _ONLINE = _see("Online softmax", _SCALE)
@@ -330,4 +346,5 @@ def check_online_softmax(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Che
         [(text, args, torch.softmax(args[0], dim=-1), hints[kind]) for text, args, kind in cases],
         mistakes=check_online_softmax.mistakes,
         probe=_watched(("softmax",), "torch.softmax, which the exercise replaces"),
+        refuse=(_ONLINE_SHORTCUT, _ONLINE_TORCH),
     )

@@ -12,6 +12,7 @@ from ._core import Case, CheckReport, Mistake, _generator, _Problem, _run, _see,
 from ._draws import _draws
 from ._explain import describe
 from ._probes import _chain, _refusing
+from ._source import Shortcut
 from ._stability import UNDERFLOW, no_shift_softmax
 
 _CROSS = "Attention Between Two Sequences"
@@ -262,6 +263,16 @@ def _float_masks(m, lens, n):
     )
 
 
+# Caught at run time in this process; read in the source a grader's proxy hands over.
+_CAUSAL_MASK_SHORTCUT = Shortcut(
+    "generate_square_subsequent_mask",
+    ("torch.nn.Transformer.generate_square_subsequent_mask",),
+    "PyTorch's ready-made causal mask, which the exercise asks you not to use",
+    methods=("generate_square_subsequent_mask", "_generate_square_subsequent_mask"),
+    remote=True,
+)
+
+
 def _torch_causal_masks() -> list[Callable]:
     """PyTorch's ready-made causal mask, which exercise 2 forbids: the public
     static method and the module function behind it (where this torch has one)."""
@@ -403,6 +414,7 @@ def check_decoder_masks(fn: Callable) -> CheckReport:
             ),
         ),
         explain=lambda case, got: _mask_reading(case.expected, got),
+        refuse=(_CAUSAL_MASK_SHORTCUT,),
     )
 
 

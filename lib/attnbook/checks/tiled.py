@@ -18,10 +18,19 @@ import torch.nn.functional as F
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 from ._explain import explainer
 from ._probes import _watched
+from ._source import SOFTMAXES, Shortcut
 from ._stability import far_queries_keys
 
 _SCALE = "Attention at Scale"
 _TILED = _see("Tiled attention with a causal mask", _SCALE)
+#: Caught at run time in this process; read in the source a grader's proxy hands over.
+_TILED_SHORTCUT = Shortcut(
+    "scaled_dot_product_attention or a softmax",
+    SOFTMAXES + ("torch.nn.functional.scaled_dot_product_attention",),
+    "which the exercise replaces with tiles and a running maximum",
+    methods=("softmax", "log_softmax"),
+    remote=True,
+)
 
 
 # ---------------------------------------------------------------- tiled causal attention
@@ -358,4 +367,5 @@ def check_tiled_causal(
             "scaled_dot_product_attention or a softmax, which the exercise replaces",
             largest=256 * 256,  # an n x n boolean mask
         ),
+        refuse=(_TILED_SHORTCUT,),
     )

@@ -11,6 +11,21 @@ from ..patches import patchify
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 from ._explain import explainer
 from ._probes import _refusing
+from ._source import Shortcut
+
+# Caught at run time in this process; read in the source a grader's proxy hands over.
+_PATCHIFY_SHORTCUT = Shortcut(
+    "patchify",
+    ("attnbook.patches.patchify",),
+    "the library's patchify, which the exercise replaces",
+    remote=True,
+)
+_ROLLOUT_SHORTCUT = Shortcut(
+    "attention_rollout",
+    ("attnbook.explain.attention_rollout",),
+    "the library's attention_rollout, which the exercise replaces",
+    remote=True,
+)
 
 _VIT = "Attention over Images"
 
@@ -128,6 +143,7 @@ def check_patchify(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> CheckRepo
         cases,
         mistakes=check_patchify.mistakes,
         probe=_refusing([patchify], "the library's patchify, which the exercise replaces"),
+        refuse=(_PATCHIFY_SHORTCUT,),
         explain=explainer(("image", "patch", "feature")),
     )
 
@@ -259,6 +275,7 @@ def check_attention_rollout(fn: Callable[[torch.Tensor], torch.Tensor]) -> Check
         probe=_refusing(
             [attention_rollout], "the library's attention_rollout, which the exercise replaces"
         ),
+        refuse=(_ROLLOUT_SHORTCUT,),
         explain=explainer(("image", "token", "input token")),
     )
 

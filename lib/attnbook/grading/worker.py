@@ -31,6 +31,7 @@ import ast
 import linecache
 import os
 import sys
+import textwrap
 import types
 import warnings
 from typing import Any
@@ -93,34 +94,62 @@ def run_cells(sources: list[str], namespace: dict) -> list[str]:
     return errors
 
 
+def _imported(name: str, value: Any) -> str | None:
+    """An import line that binds ``name`` to ``value`` as the notebook did, for a
+    module or a function or class of another module; None for anything else."""
+    if isinstance(value, types.ModuleType):
+        return f"import {value.__name__} as {name}"
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", "")
+    if (
+        isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type))
+        and isinstance(module, str)
+        and module != "__main__"
+        and qualname.isidentifier()
+    ):
+        return f"from {module} import {qualname} as {name}"
+    return None
+
+
 def _source(fn: Any, namespace: dict) -> str | None:
-    """The source of ``fn`` and of the notebook's functions and classes it names, transitively."""
+    """The source of ``fn`` and of the notebook's functions and classes it names,
+    transitively, after import lines for the modules and imported functions they
+    name (so that a checker reading it knows what ``masked_softmax`` was)."""
     import inspect
 
+    own = getattr(fn, "__module__", None)
+    if own != "__main__" and isinstance(own, str):
+        line = _imported(getattr(fn, "__name__", "answer"), fn)
+        if line is not None:  # the answer is another module's function itself
+            return f"{line}\n{fn.__name__}"
     try:
         first = inspect.getsource(fn)
     except (OSError, TypeError):
         return None
-    parts, seen, todo = [first], {getattr(fn, "__name__", "")}, [first]
+    parts, imports, seen, todo = [first], [], {getattr(fn, "__name__", "")}, [first]
     while todo:
         try:
-            tree = ast.parse(todo.pop().strip() or "pass")
+            tree = ast.parse(textwrap.dedent(todo.pop()).strip() or "pass")
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and node.id not in seen:
-                seen.add(node.id)
-                found = namespace.get(node.id)
-                if isinstance(found, (types.FunctionType, type)) and (
-                    getattr(found, "__module__", None) == "__main__"
-                ):
-                    try:
-                        text = inspect.getsource(found)
-                    except (OSError, TypeError):
-                        continue
-                    parts.append(text)
-                    todo.append(text)
-    return "\n\n".join(parts)
+            if not isinstance(node, ast.Name) or node.id in seen or node.id not in namespace:
+                continue
+            seen.add(node.id)
+            found = namespace[node.id]
+            if isinstance(found, (types.FunctionType, type)) and (
+                getattr(found, "__module__", None) == "__main__"
+            ):
+                try:
+                    text = inspect.getsource(found)
+                except (OSError, TypeError):
+                    continue
+                parts.append(text)
+                todo.append(text)
+            else:
+                line = _imported(node.id, found)
+                if line is not None:
+                    imports.append(line)
+    return "\n".join(imports) + ("\n\n" if imports else "") + "\n\n".join(parts)
 
 
 def describe(names: list, namespace: dict) -> dict:

@@ -105,13 +105,18 @@ def fragment_html(
     uid = f"attnbook-{name}-{digest[:10]}"
     alts = [renderer.alt_text(state) for state in states]
     default_alt = html.escape(alts[default_index])
+    # Each layer is placed by its pixel offset over the base, so every image keeps its
+    # natural box whatever the host page's stylesheet says about images (reveal.js's
+    # theme, say, has `.reveal img {max-height: 95%; margin: ...}`, which once squeezed
+    # the base alone in the decks and drew the layers off it).
+    natural = "max-width:none;max-height:none;margin:0;border:0;padding:0"
     pictures = "\n".join(
         [
             f'<img class="attnbook-base" src="{_data_url(base_png)}" alt="{default_alt}" '
-            f'width="{width}" height="{height}" style="display:block;max-width:none">',
+            f'width="{width}" height="{height}" style="display:block;{natural}">',
             *(
                 f'<img src="{_data_url(png)}" alt="" aria-hidden="true" hidden '
-                f'style="position:absolute;left:{left}px;top:{top}px;max-width:none">'
+                f'style="position:absolute;left:{left}px;top:{top}px;{natural}">'
                 for png, left, top in layers
             ),
         ]
