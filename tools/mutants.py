@@ -129,9 +129,9 @@ def _recording() -> Iterator[list[_Call]]:
     calls: list[_Call] = []
     real = _core._run
 
-    def run(name, fn, cases, mistakes=(), probe=None, explain=None):
+    def run(name, fn, cases, mistakes=(), probe=None, explain=None, **rest):
         calls.append(_Call(fn, [_core._to_case(c) for c in cases], probe))
-        return real(name, fn, cases, mistakes=mistakes, probe=probe, explain=explain)
+        return real(name, fn, cases, mistakes=mistakes, probe=probe, explain=explain, **rest)
 
     for info in sorted(Path(_core.__file__).parent.glob("*.py")):
         importlib.import_module(f"attnbook.checks.{info.stem}")
