@@ -285,3 +285,29 @@ def test_preface_links_its_scale_claim_to_the_books_measurements():
     assert "passes almost no gradient back" not in text
     scoring = (BOOK / "scoring-functions.ipynb").read_text()
     assert scoring.count("(sec-why-sqrt-d)=") == 1
+
+
+def _shown(cell) -> bool:
+    """A cell the reader sees on the website: not removed, folded or a solution."""
+    return not {"remove-cell", "hide-cell", "solution"} & set(cell.metadata.get("tags", []))
+
+
+def test_attention_learns_introduces_the_two_head_experiment_before_its_code():
+    """The two-part task and the output matrix W_o were once introduced only by
+    code: a rewrite dropped the paragraph, and the Summary went on crediting a W_o
+    that the chapter never described. The prose between the previous shown code
+    cell and the first one that trains on parts=2 must open a section and name
+    the task's switch and the output matrix."""
+    cells = read_notebook(BOOK / "attention-learns.ipynb").cells
+    first = next(
+        i
+        for i, cell in enumerate(cells)
+        if cell.cell_type == "code" and _shown(cell) and "parts=2" in cell.source
+    )
+    previous = max(i for i in range(first) if cells[i].cell_type == "code" and _shown(cells[i]))
+    prose = "\n".join(
+        cell.source for cell in cells[previous + 1 : first] if cell.cell_type == "markdown"
+    )
+    assert re.search(r"^##+ ", prose, re.MULTILINE), "no heading before the two-head experiment"
+    for term in ("`parts=2`", r"\mathbf W_o", "`num_heads=2`"):
+        assert term in prose, f"the two-head experiment's introduction never names {term}"

@@ -69,6 +69,8 @@ def draw_seed() -> int:
 
 # torch's CPU wheels, for the autograder's requirements (Gradescope installs them).
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+# The grading environment's lock: the autograder pins attnbook's dependencies to it.
+OTTER_LOCK = ROOT / "tools" / "requirements-otter.txt"
 # The line under an exercise that points at its folded solution.
 POINTER = re.compile(r"^Solution: open the dropdown.*$", re.M)
 
@@ -265,8 +267,11 @@ def written_code(question: Question) -> str | None:
     )
 
 
-def master(path: Path, questions: list[Question], seed: int) -> nbformat.NotebookNode:
-    """The otter master notebook of a chapter's chosen exercises."""
+def master(
+    path: Path, questions: list[Question], seed: int, ref: str | None = None
+) -> nbformat.NotebookNode:
+    """The otter master notebook of a chapter's chosen exercises; its install cell
+    installs attnbook at ``ref`` (a commit; default: _config.yml's branch or tag)."""
     chapter = nbformat.read(path, as_version=4)
     title = re.search(r"^# (.+)$", chapter.cells[0].source, re.M).group(1)
     setup = [
@@ -285,7 +290,7 @@ def master(path: Path, questions: list[Question], seed: int) -> nbformat.Noteboo
             "the grader also runs it on fresh inputs. Run the cells from the top, write "
             "each answer in the cell under its question, and keep the function names."
         ),
-        new_code_cell(nbtools.install_cell_source()),
+        new_code_cell(nbtools.install_cell_source(ref=ref)),
         *setup,
     ]
     for q in questions:
@@ -324,14 +329,54 @@ def master(path: Path, questions: list[Question], seed: int) -> nbformat.Noteboo
     return nb
 
 
-def requirements() -> str:
-    """What the autograder installs (Gradescope): torch's CPU build and attnbook at
-    the book's branch or tag, as the install cell names it."""
-    url, ref = nbtools.repository()
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def lock_entries(lock: Path = OTTER_LOCK) -> list[tuple[str, str, set[str]]]:
+    """The lock's packages: (normalised name, its requirement line, what it is there via)."""
+    entries: list[tuple[str, str, set[str]]] = []
+    for line in lock.read_text().splitlines():
+        if line and not line.startswith((" ", "#", "-")):
+            name = re.match(r"[A-Za-z0-9_.-]+", line).group(0)
+            entries.append((_normalise(name), line.strip(), set()))
+        elif entries and line.strip().startswith("#"):
+            via = line.strip().lstrip("#").strip()
+            via = via.removeprefix("via").strip()
+            if via and not via.startswith("-r"):
+                entries[-1][2].add(_normalise(via))
+    return entries
+
+
+def attnbook_dependencies(pyproject: Path = ROOT / "lib" / "pyproject.toml") -> set[str]:
+    import tomllib
+
+    declared = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    return {_normalise(re.match(r"[A-Za-z0-9_.-]+", d).group(0)) for d in declared}
+
+
+def requirements(lock: Path = OTTER_LOCK) -> str:
+    """What the autograder installs (Gradescope) besides attnbook's wheel: attnbook's
+    dependencies and theirs, each at the version tools/requirements-otter.txt pins
+    (the lock `make assignments` and `make grade` run with), torch's CPU build from
+    PyTorch's index. Otter itself is not installed: the zip's run_autograder grades
+    with attnbook.grading."""
+    entries = lock_entries(lock)
+    needed = set(attnbook_dependencies())
+    missing = needed - {name for name, _, _ in entries}
+    if missing:
+        raise ValueError(f"{lock.name} does not pin attnbook's dependencies {sorted(missing)}")
+    grew = True
+    while grew:
+        grew = False
+        for name, _, via in entries:
+            if name not in needed and via & needed:
+                needed.add(name)
+                grew = True
+    lines = [line for name, line, _ in entries if name in needed]
     return (
-        f"--extra-index-url {TORCH_INDEX}\n"
-        "torch==2.13.0+cpu\n"
-        f"attnbook @ git+{url}@{ref}#subdirectory=lib\n"
+        f"# attnbook's dependencies, pinned as {lock.relative_to(ROOT)} pins them\n"
+        f"--extra-index-url {TORCH_INDEX}\n" + "\n".join(lines) + "\n"
     )
 
 
@@ -362,6 +407,68 @@ def for_colab(path: Path, questions: list[Question]) -> None:
     nbformat.write(nb, path)
 
 
+def source_commit(root: Path = ROOT) -> tuple[str | None, bool]:
+    """The commit the tree is at (None outside git) and whether lib/ differs from it."""
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--", "lib"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None, True
+    return sha, bool(changed)
+
+
+def build_wheel(out: Path) -> Path:
+    """attnbook's wheel, built from lib/ as `make dist` builds it, into ``out``."""
+    from tools import release
+
+    (wheel,) = [p for p in release.dist(out) if p.suffix == ".whl"]
+    return wheel
+
+
+#: otter's files of its Gradescope zip that ours replace or drop (environment.yml
+#: and run_otter.py install and run otter, from conda and a git host).
+OTTER_ONLY = {"run_autograder", "setup.sh", "run_otter.py", "environment.yml", "requirements.txt"}
+GRADESCOPE = Path(__file__).resolve().parent / "gradescope"
+
+
+def gradescope_zip(path: Path, wheel: Path, commit: str | None, changed: bool) -> None:
+    """Rewrite otter's autograder zip for Gradescope: its tests and configuration,
+    our setup.sh, install.sh and run_autograder (tools/gradescope/), the pinned
+    requirements and attnbook's wheel (wheels/), and attnbook.json (the version and
+    the commit it was built from)."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        kept = [(i, archive.read(i)) for i in archive.infolist() if i.filename not in OTTER_ONLY]
+    version = re.match(r"attnbook-([^-]+)-", wheel.name).group(1)
+    info = {"attnbook": version, "commit": commit, "lib_changed_since_commit": changed}
+    added = {
+        "requirements.txt": (requirements().encode(), 0o644),
+        f"wheels/{wheel.name}": (wheel.read_bytes(), 0o644),
+        "attnbook.json": (json.dumps(info, indent=1).encode() + b"\n", 0o644),
+    }
+    for name in ("setup.sh", "install.sh", "run_autograder"):
+        added[name] = ((GRADESCOPE / name).read_bytes(), 0o755)
+    tmp = path.with_suffix(".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as out:
+        for name, (data, mode) in added.items():
+            item = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            item.external_attr = (0o100000 | mode) << 16
+            item.compress_type = zipfile.ZIP_DEFLATED
+            out.writestr(item, data)
+        for item, data in kept:
+            out.writestr(item, data)
+    tmp.replace(path)
+
+
 def leaks(student: Path, questions: list[Question], seed: int) -> list[str]:
     """Anything of the solutions that reached the student's notebook."""
     found = []
@@ -387,10 +494,17 @@ def leaks(student: Path, questions: list[Question], seed: int) -> list[str]:
 
 
 def build(
-    path: Path, wanted: set[str] | None, out: Path, otter: str, book, seed: int | None = None
+    path: Path,
+    wanted: set[str] | None,
+    out: Path,
+    otter: str,
+    book,
+    seed: int | None = None,
+    wheel: Path | None = None,
 ) -> Path | None:
     """Write the master of one chapter and run otter assign; the assignment's folder.
-    ``book`` is the reader's edition's scan of the book (its links and citations)."""
+    ``book`` is the reader's edition's scan of the book (its links and citations);
+    ``wheel`` is attnbook's wheel for the autograder zip (built here if None)."""
     from tools.readers_edition import Converter
 
     seed = draw_seed() if seed is None else seed
@@ -400,7 +514,8 @@ def build(
     folder = out / path.stem
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    nbformat.write(master(path, questions, seed), folder / f"{path.stem}.ipynb")
+    commit, changed = source_commit()
+    nbformat.write(master(path, questions, seed, ref=commit), folder / f"{path.stem}.ipynb")
     (folder / "requirements.txt").write_text(requirements())
     started = time.perf_counter()
     otter = os.path.abspath(otter)
@@ -410,6 +525,18 @@ def build(
     found = leaks(folder / "student", questions, seed)
     if found:
         raise SystemExit("solutions reached student/:\n" + "\n".join(found))
+    if wheel is None:
+        wheel = build_wheel(folder / "dist")
+    zips = sorted((folder / "autograder").glob("*.zip"))
+    if len(zips) != 1:
+        raise SystemExit(f"{folder}/autograder: expected one zip from otter, found {len(zips)}")
+    gradescope_zip(zips[0], wheel, commit, changed)
+    shutil.copy2(wheel, folder / "student" / wheel.name)
+    if changed or commit is None:
+        print(
+            f"{path.stem}: warning: lib/ differs from commit {commit}: the zip's wheel is "
+            "this tree's attnbook, the student notebook's install cell names the commit"
+        )
     (folder / "questions.json").write_text(
         json.dumps(
             [
@@ -450,10 +577,14 @@ def main(argv: list[str]) -> int:
 
     book = scan_book()
     built = []
-    for path in paths:
-        folder = build(path, wanted, args.out, args.otter, book, args.seed)
-        if folder is not None:
-            built.append(folder)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="attnbook-wheel-") as scratch:
+        wheel = build_wheel(Path(scratch))
+        for path in paths:
+            folder = build(path, wanted, args.out, args.otter, book, args.seed, wheel)
+            if folder is not None:
+                built.append(folder)
     if wanted is not None:
         got = {q["exercise"] for f in built for q in json.loads((f / "questions.json").read_text())}
         if wanted - got:

@@ -37,9 +37,11 @@ def repository(config_path: Path = ROOT / "_config.yml") -> tuple[str, str]:
     return config["repository"]["url"], config["repository"]["branch"]
 
 
-def install_cell_source(config_path: Path = ROOT / "_config.yml") -> str:
-    """The exact source of the first code cell of every notebook."""
-    url, ref = repository(config_path)
+def install_cell_source(config_path: Path = ROOT / "_config.yml", ref: str | None = None) -> str:
+    """The exact source of the first code cell of every notebook: attnbook at the
+    branch or tag _config.yml names, or at ``ref`` (an assignment names its commit)."""
+    url, branch = repository(config_path)
+    ref = ref or branch
     return f"""# Colab only: install the book's companion library, attnbook.
 # Anywhere else this cell does nothing (locally, `make lab` has installed it).
 import subprocess

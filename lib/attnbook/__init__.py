@@ -15,6 +15,7 @@ __version__ = "2026.12.0.dev0"
 _SUBMODULES = (
     "checks",
     "colab",
+    "grading",
     "data",
     "kernels",
     "masking",

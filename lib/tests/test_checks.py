@@ -928,6 +928,20 @@ def two_part_every_example(values, first, second):  # fancy indexing without the
     return torch.cat([values[:, first, :half], values[:, second, half:]], -1)[:, :1]
 
 
+def two_part_every_example_unsqueezed(values, first, second):  # the same slip, (b, 1, b, d_v)
+    half = values.shape[-1] // 2
+    return torch.cat([values[:, first, :half], values[:, second, half:]], -1).unsqueeze(1)
+
+
+def test_check_two_part_targets_names_the_missing_batch_index_however_it_is_shaped():
+    """A student reached (batch, 1, d_v) with .unsqueeze(1) and was told of a reshape."""
+    for wrong in (two_part_every_example, two_part_every_example_unsqueezed):
+        report = checks.check_two_part_targets(wrong)
+        assert report.mistake is not None and report.mistake.startswith("every example's keys")
+        assert "values[torch.arange(batch), first]" in report.diagnosis, repr(report)
+        assert 'see "Several heads"' in report.diagnosis, repr(report)
+
+
 def test_check_two_part_targets_accepts_a_loop():
     report = checks.check_two_part_targets(two_part_ok)
     assert report.passed, repr(report)

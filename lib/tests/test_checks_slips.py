@@ -132,6 +132,16 @@ SLIPS = [
     ),
     # Multi-Head Attention
     ("check_mha_parameter_count", "one bias vector", lambda D, h, b: 4 * D * D + b * D),
+    (  # a student's count: 4 times the answer at h = 5, with no diagnosis line
+        "check_mha_parameter_count",
+        "every head its own W_q, W_k, W_v",
+        lambda D, h, b: 3 * h * D * D + D * D + ((3 * h + 1) * D if b else 0),
+    ),
+    (
+        "check_mha_parameter_count",
+        "every head its own W_q, W_k, W_v, four biases",
+        lambda D, h, b: 3 * h * D * D + D * D + (4 * D if b else 0),
+    ),
     (
         "check_mha_parameter_count",
         "one head's slice",

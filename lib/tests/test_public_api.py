@@ -30,7 +30,12 @@ import attnbook
 
 # Modules whose callables take tensors or numbers (the widgets and checkers
 # have their own suites; ``plotting`` draws and is checked in test_plotting).
-MODULES = [m for m in attnbook._SUBMODULES if m not in ("checks", "widgets", "plotting", "colab")]
+# The grading package runs notebooks in processes of its own: lib/tests/test_grading*.py.
+MODULES = [
+    m
+    for m in attnbook._SUBMODULES
+    if m not in ("checks", "widgets", "plotting", "colab", "grading")
+]
 
 
 @dataclass

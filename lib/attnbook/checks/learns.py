@@ -122,29 +122,29 @@ def _two_part(values, first, second):
     return both[:, None, :]  # (batch, 1, d_v)
 
 
-_TWO_PART = _see("Exercises", _LEARNS)
+_TWO_PART = _see("Several heads", _LEARNS)
 _EVERY_EXAMPLE = (
     "this looks like values[:, first]: it picks, for every example, the values at "
-    "all the examples' keys, (batch, batch, ...); take one row per example with a batch "
-    "index, values[torch.arange(batch), first]; " + _TWO_PART
+    "all the examples' keys; take one row per example with a batch index, "
+    "values[torch.arange(batch), first]; " + _TWO_PART
 )
+
+
+def _every_example(values, first, second):
+    """values[:, first] without the batch index: (batch, batch, d_v), every example's keys."""
+    half = values.shape[-1] // 2
+    return torch.cat([values[:, first, :half], values[:, second, half:]], -1)
 
 
 @knows(
     Mistake(
         "every example's keys",
-        lambda values, first, second: torch.cat(
-            [values[:, first, : values.shape[-1] // 2], values[:, second, values.shape[-1] // 2 :]],
-            -1,
-        )[:, :1],
+        lambda values, first, second: _every_example(values, first, second)[:, :1],
         _EVERY_EXAMPLE,
     ),
     Mistake(
-        "every example's keys, a new axis",
-        lambda values, first, second: torch.cat(
-            [values[:, first, : values.shape[-1] // 2], values[:, second, values.shape[-1] // 2 :]],
-            -1,
-        ).unsqueeze(1),
+        "every example's keys, unsqueezed",
+        lambda values, first, second: _every_example(values, first, second).unsqueeze(1),
         _EVERY_EXAMPLE,
     ),
     Mistake(
@@ -195,8 +195,7 @@ def check_two_part_targets(
                 (values, first, second),
                 expected,
                 "the first half comes from the key at `first`, the second half from `second`; "
-                "pick one value per example, not every example's value at those keys; "
-                + _see("Exercises", _LEARNS),
+                "pick one value per example, not every example's value at those keys; " + _TWO_PART,
             )
         )
     return _run(

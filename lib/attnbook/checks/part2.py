@@ -37,6 +37,12 @@ def _count(fn: Callable) -> Callable:
 
 
 _COST = _see("What several heads cost", _MULTIHEAD)
+_OWN_QKV = (
+    "this looks like every head with its own num_hiddens x num_hiddens query, key and "
+    "value projections and one shared W_o: the heads share each projection, every "
+    "head using its own slice of num_hiddens / num_heads rows, so the count is the "
+    "same for every num_heads; " + _COST
+)
 
 
 def _built(num_hiddens: int, num_heads: int, bias: bool) -> int:
@@ -61,12 +67,14 @@ def _built(num_hiddens: int, num_heads: int, bias: bool) -> int:
         "its own slice of num_hiddens / num_heads columns; " + _COST,
     ),
     Mistake(
-        "W_q, W_k, W_v per head",
+        "every head its own W_q, W_k, W_v",
         lambda D, h, bias: 3 * h * D * D + D * D + ((3 * h + 1) * D if bias else 0),
-        "this looks like W_q, W_k and W_v counted once per head, each num_hiddens x "
-        "num_hiddens, with one W_o: the heads share each projection, every head using "
-        "its own slice of num_hiddens / num_heads columns, so the count is four "
-        "num_hiddens x num_hiddens matrices whatever the number of heads; " + _COST,
+        _OWN_QKV,
+    ),
+    Mistake(
+        "every head its own W_q, W_k, W_v, four biases",
+        lambda D, h, bias: 3 * h * D * D + D * D + (4 * D if bias else 0),
+        _OWN_QKV,
     ),
     Mistake(
         "no W_o",

@@ -12,3 +12,13 @@ imported or run where the grade is decided.
 ``make grade`` (tools/grade.py) and the autograder zip's ``run_autograder`` both
 grade this way.
 """
+
+from importlib import import_module
+
+__all__ = ["colab", "gradescope", "remote", "sandbox", "score", "wire", "worker"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        return import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -80,7 +80,9 @@ class Submission:
     """A notebook running in a worker process; its functions, as proxies.
 
     ``sandboxed`` False runs the worker without bubblewrap (only when the
-    teacher asked for it). ``deadline`` is the ``time.monotonic()`` past which
+    teacher asked for it, or as ``user``). ``user`` (the grader being root) runs
+    the worker as that unprivileged account, its scratch folder its own
+    (:func:`.sandbox.as_user`). ``deadline`` is the ``time.monotonic()`` past which
     any request raises :class:`GradingError`.
     """
 
@@ -92,9 +94,11 @@ class Submission:
         deadline: float | None = None,
         start_timeout: float | None = None,
         memory: int = sandbox.MEMORY,
+        user: str | None = None,
     ):
         self.notebook = Path(notebook)
         self.sandboxed = sandboxed
+        self.user = user
         self.deadline = deadline if deadline is not None else time.monotonic() + 3600
         self.start_timeout = START_TIMEOUT if start_timeout is None else start_timeout
         self.deaths: dict[str, int] = {}  # function -> calls that ended its process
@@ -128,7 +132,25 @@ class Submission:
             import attnbook  # an editable install's lib/ may be needed on the path
 
             env["PYTHONPATH"] = str(Path(attnbook.__file__).resolve().parent.parent)
-        self._process = subprocess.Popen(
+        account = {}
+        if self.user is not None:
+            account = sandbox.as_user(self.user)
+            sandbox.give_to(scratch, self.user)
+        try:
+            self._process = self._popen(scratch, env, account)
+        except OSError as err:  # e.g. an interpreter the worker's account cannot reach
+            self.stop()
+            raise GradingError(f"the notebook's process could not start: {err}") from None
+        limit = min(self.deadline, time.monotonic() + self.start_timeout)
+        try:
+            ready = self._receive(limit)
+        except _Gone as err:
+            self.stop()
+            raise GradingError(f"the notebook could not be run: {err}") from None
+        self.cell_errors = [str(e) for e in ready.get("cell_errors", [])]
+
+    def _popen(self, scratch: Path, env: dict | None, account: dict) -> subprocess.Popen:
+        return subprocess.Popen(
             self._command(scratch),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -137,14 +159,8 @@ class Submission:
             env=env if env is not None else {"PATH": "/usr/bin:/bin"},
             start_new_session=True,
             preexec_fn=sandbox.limits(memory=self.memory),
+            **account,
         )
-        limit = min(self.deadline, time.monotonic() + self.start_timeout)
-        try:
-            ready = self._receive(limit)
-        except _Gone as err:
-            self.stop()
-            raise GradingError(f"the notebook could not be run: {err}") from None
-        self.cell_errors = [str(e) for e in ready.get("cell_errors", [])]
 
     def stop(self) -> None:
         if self._process is not None:

@@ -9,7 +9,8 @@ attnbook.grading.worker NOTEBOOK``) in ``bwrap`` (bubblewrap, Debian's package
   ``/usr``, the grader's Python and the environment attnbook is installed in,
   a few files of ``/etc`` (the dynamic linker's cache, the time zone);
 - sees nothing else: no other submission, no autograder, no solutions, no home
-  folder, no other process (a pid namespace of its own), and no network (a
+  folder, no other process (a pid namespace of its own, where the worker is
+  process 1, so not even bubblewrap's command line is in sight), and no network (a
   network namespace of its own, with no interface but loopback);
 - runs with no capabilities, in a session of its own (it cannot type into the
   grader's terminal), and dies with the grader.
@@ -21,6 +22,16 @@ grader's (:mod:`.remote`).
 What bubblewrap does not do here: it does not limit the number of processes or
 threads, and the student's process can use all the CPU it is allowed by
 :func:`limits` until the grader's time limit stops it.
+
+Where bubblewrap cannot start (Docker's default seccomp profile often forbids
+the user namespaces it needs, as in Gradescope's containers) and the grader
+runs as root, the fallback is an unprivileged account: :func:`account` names
+it (``nobody``), :func:`as_user` gives the arguments that make ``subprocess``
+start the worker as it (no supplementary groups), and :func:`lock_away` makes
+the grader's folders (the autograder's tests, the results) readable by root
+alone. That fallback hides the grader's files and processes' memory from the
+student's code, but not the network, nor any file the system leaves readable to
+everyone.
 """
 
 from __future__ import annotations
@@ -37,6 +48,8 @@ from pathlib import Path
 MEMORY = 8 * 2**30
 FILE_SIZE = 64 * 2**20
 CPU_SECONDS = 600
+#: The account a worker runs as where bubblewrap cannot sandbox and the grader is root.
+FALLBACK_USER = "nobody"
 #: Where the scratch folder appears inside the sandbox.
 INSIDE = "/submission"
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf")
@@ -59,13 +72,18 @@ def limits(memory: int = MEMORY, file_size: int = FILE_SIZE, cpu: int = CPU_SECO
     return apply
 
 
+def _attnbook_parent() -> str:
+    """The folder this process imports attnbook from."""
+    import attnbook
+
+    return str(Path(attnbook.__file__).resolve().parent.parent)
+
+
 def _python_paths() -> list[str]:
     """Folders the worker's Python needs: the interpreter's installation, the
     environment, and the folder attnbook is imported from (an editable install's
     lib/ is outside the environment)."""
-    import attnbook
-
-    paths = [sys.base_prefix, sys.prefix, str(Path(attnbook.__file__).resolve().parent.parent)]
+    paths = [sys.base_prefix, sys.prefix, _attnbook_parent()]
     out: list[str] = []
     for path in sorted({os.path.realpath(p) for p in paths}, key=len):
         if not any(path == o or path.startswith(o + os.sep) for o in out):
@@ -92,7 +110,8 @@ def command(scratch: Path, argv: list[str], executable: str | None = None) -> li
     executable = executable or bwrap()
     if executable is None:
         raise FileNotFoundError("bwrap (bubblewrap) is not installed")
-    out = [executable, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    out = [executable, "--unshare-all", "--as-pid-1", "--die-with-parent", "--new-session"]
+    out += ["--cap-drop", "ALL"]
     out += ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "lib", "lib64", "lib32", "sbin"):
         path = Path("/") / name
@@ -103,13 +122,17 @@ def command(scratch: Path, argv: list[str], executable: str | None = None) -> li
     for name in _ETC:
         out += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     out += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
+    # /tmp first: an environment under /tmp (a test's) is bound on top of it.
+    out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for path in _python_paths():
         out += ["--ro-bind", path, path]
-    out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     out += ["--bind", str(scratch), INSIDE, "--chdir", INSIDE]
     out += ["--clearenv"]
     for key, value in environment(INSIDE).items():
         out += ["--setenv", key, value]
+    # The worker imports the attnbook the grader imported (an editable install's
+    # finder may point at another checkout, which is not bound).
+    out += ["--setenv", "PYTHONPATH", _attnbook_parent()]
     return [*out, "--", *argv]
 
 
@@ -132,3 +155,45 @@ def check(executable: str | None = None) -> str | None:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         return f"bwrap could not start a sandbox here (exit {done.returncode}): {last}"
     return None
+
+
+def account(name: str = FALLBACK_USER) -> tuple[int, int]:
+    """The user and group ids of the account ``name``; KeyError if it does not exist,
+    ValueError if it is root's."""
+    import pwd
+
+    entry = pwd.getpwnam(name)
+    if entry.pw_uid == 0 or entry.pw_gid == 0:
+        raise ValueError(f"account {name!r} is root's: no isolation")
+    return entry.pw_uid, entry.pw_gid
+
+
+def as_user(name: str = FALLBACK_USER) -> dict:
+    """``subprocess.Popen`` arguments that start the child as ``name``, with its
+    group and no supplementary groups (the grader must be root)."""
+    uid, gid = account(name)
+    return {"user": uid, "group": gid, "extra_groups": []}
+
+
+def give_to(path: Path, name: str = FALLBACK_USER) -> None:
+    """Make ``path`` (a scratch folder and what it holds) the account's own."""
+    uid, gid = account(name)
+    for folder, _, files in os.walk(path):
+        os.chown(folder, uid, gid)
+        for file in files:
+            os.chown(os.path.join(folder, file), uid, gid)
+
+
+def lock_away(*paths: Path) -> list[Path]:
+    """Make each existing path readable, writable and searchable by its owner alone
+    (mode 0700 for a folder, 0600 for a file); the paths changed."""
+    changed = []
+    for path in map(Path, paths):
+        if path.is_dir() and not path.is_symlink():
+            os.chmod(path, 0o700)
+        elif path.is_file() and not path.is_symlink():
+            os.chmod(path, 0o600)
+        else:
+            continue
+        changed.append(path)
+    return changed

@@ -49,6 +49,9 @@ class Graded:
     lines: dict[str, list[str]] = field(default_factory=dict)
     cell_errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # question -> {"book": (passed, cases), "fresh": (passed, cases), "failure":
+    # "book", "fresh" or None (where the first failure shown in its lines is)}
+    counts: dict[str, dict] = field(default_factory=dict)
 
 
 def _literal(node: ast.AST):
@@ -107,6 +110,15 @@ def questions_from_zip(path: Path) -> list[Question]:
         ]
 
 
+def questions_from_folder(tests: Path) -> list[Question]:
+    """The checked questions of an unpacked autograder zip's ``tests/`` folder
+    (on Gradescope, ``/autograder/source/tests``)."""
+    return [
+        question_from_test(path.read_text(encoding="utf-8"), f"tests/{path.name}")
+        for path in sorted(Path(tests).glob("*.py"))
+    ]
+
+
 def hidden_seeds(questions: list[Question]) -> set[int]:
     return {s for q in questions for s in q.cases if s != 0}
 
@@ -116,11 +128,16 @@ def _passed(report) -> int:
 
 
 def grade_question(
-    question: Question, fn, question_timeout: float | None
+    question: Question, fn, question_timeout: float | None, counts: dict | None = None
 ) -> tuple[float, list[str]]:
-    """A question's points and feedback, its checker run on the proxy under each seed."""
+    """A question's points and feedback, its checker run on the proxy under each seed;
+    ``counts``, when given, receives the cases passed of each half (see Graded.counts)."""
     from attnbook.checks import report_for
 
+    counts = {} if counts is None else counts
+    book = question.cases.get(0, 0)
+    fresh = sum(n for s, n in question.cases.items() if s != 0)
+    counts.update(book=(0, book), fresh=(0, fresh), failure=None)
     if fn is None:
         return 0.0, [
             f"no function {question.answer} found: define {question.answer}(...) in its cell"
@@ -146,8 +163,11 @@ def grade_question(
             f"fresh cases: {sum(_passed(r) for r in hidden)} of {sum(len(r.lines) for r in hidden)} passed"
         )
     lines = ["; ".join(parts)]
+    counts["book"] = (_passed(public) if public is not None else 0, book)
+    counts["fresh"] = (sum(_passed(r) for r in hidden), fresh)
     failing = next((r for r in [public, *hidden] if r is not None and not r.passed), None)
     if failing is not None:
+        counts["failure"] = "book" if failing is public else "fresh"
         where = "the book's cases" if failing is public else "fresh cases"
         lines.append(f"first failure ({where}):")
         lines += ["  " + line for line in repr(failing).splitlines() if line.strip()]
@@ -162,23 +182,28 @@ def grade_notebook(
     sandboxed: bool = True,
     timeout: float = TIMEOUT,
     question_timeout: float | None = None,
+    user: str | None = None,
 ) -> Graded:
     """Grade one notebook (see the module docstring). The notebook runs in a worker;
-    this process only compares the worker's answers with the checkers' references."""
+    this process only compares the worker's answers with the checkers' references.
+    ``user``: run the worker as that account (see :class:`.remote.Submission`)."""
     graded = Graded(name=name or Path(notebook).stem)
     started = time.monotonic()
-    submission = remote.Submission(Path(notebook), sandboxed=sandboxed, deadline=started + timeout)
+    submission = remote.Submission(
+        Path(notebook), sandboxed=sandboxed, deadline=started + timeout, user=user
+    )
     try:
         submission.start()
         graded.cell_errors = submission.cell_errors
         for question in questions:
             fn = submission.function(question.answer)
+            counts = graded.counts.setdefault(question.name, {})
             graded.scores[question.name], graded.lines[question.name] = grade_question(
-                question, fn, question_timeout
+                question, fn, question_timeout, counts
             )
     except remote.GradingError as err:
         graded.status, graded.reason = "error", str(err)
-        graded.scores = {}
+        graded.scores, graded.counts = {}, {}
     finally:
         submission.stop()
         graded.seconds = time.monotonic() - started

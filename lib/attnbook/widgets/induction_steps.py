@@ -110,7 +110,7 @@ class _InductionStepsRenderer(Renderer):
         ax_curve.set_xlim(steps[0] - margin, steps[-1] + margin)
         ax_curve.set_xlabel("training step", fontsize="small")
         ax_curve.set_ylabel("accuracy, best head score", fontsize="small")
-        ax_curve.legend(fontsize="xx-small", loc="lower right")
+        ax_curve.legend(fontsize="x-small", loc="lower right")
         ax_curve.tick_params(labelsize="x-small")
         ax_curve.grid(alpha=0.3)
         marker = ax_curve.axvline(step, color="0.3", linestyle="--", linewidth=1.2)
