@@ -1,4 +1,4 @@
-"""The mutation test of the checkers (tools/mutants.py): its mutator (tools/mutator.py),
+"""The mutation test of the checkers (tools/mutants.py): its mutator (attnbook/checks/_mutator.py),
 and the whole pass.
 
 Each operator of the mutator makes the slip it names on a tiny function (fast).
@@ -17,8 +17,9 @@ import textwrap
 import pytest
 import torch
 
+from attnbook.checks import _mutator as mutator
 from attnbook.checks._core import _run
-from tools import mutants, mutator
+from tools import mutants
 
 TINY = textwrap.dedent(
     """
@@ -112,6 +113,40 @@ def test_every_mutant_is_one_slip_and_distinct():
     for m in found:
         compile(m.source, "<mutant>", "exec")
     assert {m.operator for m in found} == set(mutator.OPERATORS)
+
+
+def test_each_mutant_says_its_slip_in_words():
+    words = {m.words: (m.before, m.after) for m in mutator.mutants(TINY)}
+    assert words["`amax` over dim -2 instead of dim -1"] == (
+        "X.amax(dim=-1, keepdim=True)",
+        "X.amax(dim=-2, keepdim=True)",
+    )
+    assert words["the slice stopping one earlier"] == (
+        "X.transpose(-2, -1)[:, 1:n]",
+        "X.transpose(-2, -1)[:, 1:n - 1]",
+    )
+    assert "`<=` instead of `<`" in words
+    assert "the transpose left out" in words
+    assert "a fill of 0 where the right answer fills with minus infinity" in words
+    assert "keepdim=True left out, so the reduced axis is dropped" in words
+    assert all(w and "?" not in w for w in words)
+    # A factor of a product is shown in the whole product; a size by its axis.
+    product = {m.words: (m.before, m.after) for m in mutator.mutants("y = 2 * D * F")}
+    assert product["the factor `D` left out"] == ("2 * D * F", "2 * F")
+    shape = {m.words for m in mutator.mutants("n = x.shape[-1]")}
+    assert "the size of axis 0 where the right answer takes axis -1" in shape
+
+
+def test_the_librarys_references_are_the_books_solutions():
+    # The checkers mutate attnbook.checks._references (the wheel has no book):
+    # each must be the solution cell of its exercise, comments aside.
+    from attnbook.checks._references import REFERENCES
+
+    found = {e.check: e for e in mutants.exercises()}
+    assert set(REFERENCES) == set(found)
+    for check, (answer, source) in REFERENCES.items():
+        assert answer == found[check].answer, check
+        assert ast.dump(ast.parse(source)) == ast.dump(ast.parse(found[check].source)), check
 
 
 def _weak_check(fn):

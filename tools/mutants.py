@@ -2,13 +2,19 @@
 
 Every checked exercise of the book (a code cell whose ``attnbook`` metadata
 names a ``check``) has a reference solution. This tool mutates that solution
-once per site with the slips of ``tools.mutator.OPERATORS`` (a dim changed, a
+once per site with the slips of ``attnbook.checks._mutator.OPERATORS`` (a dim changed, a
 bound off by one, ``<`` for ``<=``, ``+`` for ``-``, ``*`` for ``/``, a
 reduction swapped, a scale dropped, a fill of 0 for -inf, a transpose or a
 ``keepdim=True`` dropped), runs the checker on each
 mutant under seeds 0 and 1 (:func:`attnbook.checks.report_for`) and sorts it:
 
-* **named**: rejected, with a "Likely mistake" line (``report.mistake`` set);
+* **named**: rejected, with a "Likely mistake" line (``report.mistake`` set):
+  a catalogued mistake's, or the diagnosis by matching mutants
+  (``attnbook.checks._matching``), which mutates the same solution with the same
+  operators and so finds a mutant's own slip unless its answers are the
+  reference's on a failing case or a run is cut short by the time budget;
+  what this share measures is that the diagnosis is reached and fast, while
+  whether its words help a reader is judged by reading them;
 * **unnamed**: rejected without a name;
 * **equivalent**: passed, and gives the reference's outcome on every case of
   the checker and on stressed copies of them (:data:`STRESSES`: inputs scaled
@@ -17,7 +23,7 @@ mutant under seeds 0 and 1 (:func:`attnbook.checks.report_for`) and sorts it:
 
 The solution is what ``tools.assignments.solution_code`` extracts from its
 cell, run after the chapter's cells tagged ``setup``. The mutants come from
-tools/mutator.py (Python's own ``ast``, no dependency): one slip each, no two
+attnbook/checks/_mutator.py (Python's own ``ast``, no dependency): one slip each, no two
 alike. Seed 1 runs only on a mutant that seed 0 passed: a mutant's name is
 the one its first rejection gives.
 
@@ -42,7 +48,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.mutator import Mutant, mutants
+from attnbook.checks._mutator import Mutant, mutants
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
@@ -123,9 +129,9 @@ def _recording() -> Iterator[list[_Call]]:
     calls: list[_Call] = []
     real = _core._run
 
-    def run(name, fn, cases, mistakes=(), probe=None, explain=None):
+    def run(name, fn, cases, mistakes=(), probe=None, explain=None, **rest):
         calls.append(_Call(fn, [_core._to_case(c) for c in cases], probe))
-        return real(name, fn, cases, mistakes=mistakes, probe=probe, explain=explain)
+        return real(name, fn, cases, mistakes=mistakes, probe=probe, explain=explain, **rest)
 
     for info in sorted(Path(_core.__file__).parent.glob("*.py")):
         importlib.import_module(f"attnbook.checks.{info.stem}")

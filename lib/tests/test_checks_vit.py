@@ -37,11 +37,17 @@ def test_right_answers_pass():
 
 
 def test_an_unknown_mistake_fails_without_a_diagnosis():
-    report = checks.check_ink(lambda x, p: loop_patchify(x, p).amax(-1))
+    report = checks.check_ink(lambda x, p: loop_patchify(x, p).std(-1))
     assert not report.passed and report.mistake is None
     report = checks.check_attention_rollout(lambda w: loop_rollout(w) ** 2)
     assert not report.passed and report.mistake is None
     assert "the first wrong entry is at image 0, token 0, input token" in repr(report)
+
+
+def test_a_slip_no_catalogued_mistake_knows_is_named_by_its_mutant():
+    report = checks.check_ink(lambda x, p: loop_patchify(x, p).amax(-1))
+    assert report.mistake == "one slip: `amax` instead of `sum`"
+    assert "`(...).amax(dim=-1)` where the right answer has `(...).sum(dim=-1)`" in repr(report)
 
 
 def test_a_transposed_rollout_is_named():

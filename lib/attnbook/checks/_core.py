@@ -11,7 +11,10 @@ exercise, as :class:`Mistake` objects attached with :func:`knows`. When the
 reader's function fails, :func:`_run` runs every known mistake on the same
 cases; the first one whose answers agree with the reader's on every case (or,
 failing that, on every failing case) is named in one line, "Likely mistake:
-...", and the case hints are left out, since they were written for whatever
+...". When none does, the reference's mutants are tried the same way
+(``_matching``): the one the reader's answers equal is named as a slip, "your
+answers equal the right ones with one slip, ...". Either way the case hints
+are left out, since they were written for whatever
 bug a case was built to catch, not for the reader's. When no known mistake
 agrees, each failing case says in plain words what differs (shape, dtype, the
 first wrong entry) and adds its hint, if it has one. An exception raised by
@@ -460,9 +463,17 @@ def _run(
         for o, m in zip(outcomes, edits)
     ]
     found = _diagnose(fn, cases, outcomes, wrong, mistakes, probe, unknown) if any(wrong) else None
+    if found is None and any(wrong):
+        from ._matching import match  # the reference's mutants: see _matching
+
+        texts = [c.hint for c, w in zip(cases, wrong) if w] + [m.diagnosis for m in mistakes]
+        found = match(name, cases, outcomes, wrong, probe, texts)
     if found is not None and not found[1] and any(edits):
         found = None  # an in-place edit seen beats a mistake that explains only the failures
     explained = found is not None or explain is None or not any(wrong)
+    # The failing answers, for an explain that compares cases (is a count's ratio
+    # to the right one the same in every case, or a coincidence of one case's sizes?).
+    answers = [(c, o.value) for c, o, w in zip(cases, outcomes, wrong) if w and o.error is None]
     for case, outcome, problem, modified in zip(cases, outcomes, problems, edits):
         if problem is None and not modified:
             report.lines.append(f"  ok    {case.description}")
@@ -472,7 +483,11 @@ def _run(
         else:
             if not explained and outcome.error is None:
                 try:
-                    reading = explain(case, outcome.value)
+                    reading = (
+                        explain(case, outcome.value, others=answers)
+                        if getattr(explain, "compares_cases", False)
+                        else explain(case, outcome.value)
+                    )
                 except Exception:  # the reading is a courtesy: never let it break a report
                     reading = None
                 if reading:

@@ -37,9 +37,18 @@ def _where(index: tuple[int, ...], axes: Sequence[str]) -> str:
 
 
 def describe(
-    got: Any, expected: Any, axes: Sequence[str], patterns: Sequence[Pattern] = ()
+    got: Any,
+    expected: Any,
+    axes: Sequence[str],
+    patterns: Sequence[Pattern] = (),
+    others: Sequence[tuple[str, Any, Any]] = (),
 ) -> str | None:
-    """The first differing entry and the pattern of the difference, or None."""
+    """The first differing entry and the pattern of the difference, or None.
+
+    ``others`` are the other failing cases, (description, answer, expected): a
+    number that is k times the right one is said to be so only when it is k
+    times in each of them too (a factor of 4 in one case may be a coincidence of
+    its sizes)."""
     if isinstance(expected, dict):
         if not isinstance(got, dict):
             return None
@@ -66,6 +75,17 @@ def describe(
         return _shapes(got, want, axes)
     if want.dim() == 0:
         ratio = got.item() / want.item() if want.item() else float("nan")
+        for what, other, right in others:
+            try:
+                theirs = float(other) / float(right)
+            except Exception:  # not a number: nothing to compare
+                continue
+            if not abs(theirs - ratio) <= 1e-9 * abs(ratio):
+                return (
+                    f"yours is {ratio:.4g} times the right number here but {theirs:.4g} times "
+                    f"in the case {what}: no single factor is off, so some part of your count grows "
+                    "with the sizes differently from the right one; count each part again"
+                )
         return f"yours is {ratio:.4g} times the right number"
     bad = ~((got - want).abs() <= 1e-4 + 1e-3 * want.abs())
     bad |= torch.isnan(got) != torch.isnan(want)
@@ -150,7 +170,9 @@ def _pattern(got: torch.Tensor, want: torch.Tensor, bad: torch.Tensor, axes: Seq
 def explainer(axes: Sequence[str], patterns: Sequence[Pattern] = ()) -> Callable:
     """The ``explain`` argument of ``_run``: describes a case's answer against the expected."""
 
-    def explain(case, got):
-        return describe(got, case.expected, axes, patterns)
+    def explain(case, got, others=()):
+        compared = [(c.description, g, c.expected) for c, g in others if c is not case]
+        return describe(got, case.expected, axes, patterns, compared)
 
+    explain.compares_cases = True  # _run hands it the other failing answers
     return explain

@@ -8,6 +8,7 @@ import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
 from ._draws import _draws
+from ._explain import explainer
 from ._probes import _chain, _refusing, _watched
 from ._source import Shortcut
 from .part2 import _count
@@ -364,4 +365,5 @@ def check_block_parameter_count(fn: Callable[[int, int], int]) -> CheckReport:
             [TransformerBlock.__init__],
             "TransformerBlock(...) to count its parameters; the exercise asks for a formula",
         ),
+        explain=explainer(()),
     )
