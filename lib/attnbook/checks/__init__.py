@@ -38,6 +38,7 @@ Every checker takes a keyword-only ``seed`` (0 by default, the book's cases):
 inputs, as the hidden tests of an assignment do.
 """
 
+from . import _core, _matching
 from ._core import CheckReport
 from ._core import _compare as _compare  # the library's tests use these two
 from ._core import _run as _run
@@ -120,3 +121,12 @@ def known_mistakes() -> dict[str, tuple[tuple[str, str], ...]]:
             mistakes = getattr(globals()[name], "mistakes", ())
             table[name] = tuple((m.name, m.diagnosis) for m in mistakes)
     return table
+
+
+
+def _match(*args):
+    """The diagnosis by mutants (_matching.match, looked up at each call)."""
+    return _matching.match(*args)
+
+
+_core._MATCH = _match  # the diagnosis by mutants, for every checker
