@@ -123,7 +123,6 @@ def known_mistakes() -> dict[str, tuple[tuple[str, str], ...]]:
     return table
 
 
-
 def _match(*args):
     """The diagnosis by mutants (_matching.match, looked up at each call)."""
     return _matching.match(*args)
