@@ -292,8 +292,6 @@ def _copy_back(local: Any, after: Any) -> None:
     elif isinstance(local, (list, tuple)) and isinstance(after, (list, tuple)):
         for a, b in zip(local, after):
             _copy_back(a, b)
-    elif isinstance(local, list) and isinstance(after, list):
-        local[:] = after
 
 
 class _Proxy:
