@@ -18,7 +18,7 @@ from __future__ import annotations
 import html
 import re
 
-from ._data import Question
+from ._data import Question, load
 
 LETTERS = "ABCDEF"
 SITE = "https://attention-interactively.github.io/attention-interactively/book/"
@@ -94,8 +94,14 @@ def question_html(question: Question, site: str | None = None) -> str:
         "numeric": "",
         "predict": "Predict first, then look.",
     }
+    try:  # its place in the chapter (a question parsed from a string has none)
+        number = next((i + 1 for i, o in enumerate(load(q.chapter)) if o.id == q.id), None)
+    except ValueError:
+        number = None
     head = (
-        '<p class="attnbook-quiz-title"><strong>Check your understanding</strong>'
+        '<p class="attnbook-quiz-title"><strong>Check your understanding'
+        + (f" {number}" if number else "")
+        + "</strong>"
         + (
             f' <span class="attnbook-quiz-how">{kind_words[q.kind]}</span>'
             if kind_words[q.kind]
@@ -142,6 +148,10 @@ def question_html(question: Question, site: str | None = None) -> str:
             f"{markdown(q.look)}</div>"
         )
     parts.append('<div class="attnbook-quiz-result" role="status" aria-live="polite"></div>')
+    parts.append(
+        '<p class="attnbook-quiz-print" hidden>The answer, and why each option is right or '
+        "wrong, is in the appendix “Answers to the concept questions”.</p>"
+    )
     if q.kind == "numeric":
         parts.append(_feedback("right", "Right.", q.feedback, q.section, site))
         for wrong in q.wrong:

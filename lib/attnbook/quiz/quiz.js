@@ -31,7 +31,8 @@ const STYLE = `
 .attnbook-quiz-fb{border-top:1px dashed #8a94a6;margin-top:.4em;padding-top:.2em}
 .attnbook-quiz-look{background:rgba(240,160,0,.12);padding:.2em .6em;border-radius:4px}
 @media print{.attnbook-quiz-buttons,.attnbook-quiz-result,.attnbook-quiz-fb,.attnbook-quiz-look,
-  .attnbook-quiz-number input{display:none}.attnbook-quiz{break-inside:avoid}}
+  .attnbook-quiz-number input{display:none}.attnbook-quiz{break-inside:avoid}
+  .attnbook-quiz-print{display:block!important;font-style:italic}}
 `;
 
 let counter = 0;
