@@ -12,6 +12,8 @@ library's (``attnbook.quiz``), in the file's order.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from attnbook import quiz
@@ -278,3 +280,33 @@ def test_a_broken_script_is_caught(browser, tmp_path):
         offline.page.goto(f"{base}/index.html")
         with pytest.raises(AssertionError, match="shows feedback"):
             answer_choice(offline.page.locator(".attnbook-quiz").first, questions[0])
+
+
+def test_the_anywidget_module_renders_as_jupyter_and_colab_call_it(browser, tmp_path, monkeypatch):
+    """Jupyter and Colab import the widget's ``_esm`` and call ``render({model, el})``:
+    here with a stand-in model serving the widget's ``html``, in a page without
+    MathJax (as Colab's output frame), where the maths must read as text."""
+    questions = quiz.parse("chap", SAMPLE)
+    monkeypatch.delenv("ATTNBOOK_STATIC", raising=False)
+    widgets = [quiz._widget.__getattr__("QuestionWidget")(q) for q in questions]
+    (tmp_path / "quiz.js").write_text(widgets[0]._esm, encoding="utf-8")
+    states = json.dumps([w.html for w in widgets])
+    (tmp_path / "index.html").write_text(
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>q</title></head>"
+        "<body><main id='out'></main><script type='module'>"
+        "import widget from './quiz.js';"
+        f"for (const html of {states}) {{"
+        "  const el = document.createElement('div'); document.getElementById('out').append(el);"
+        "  widget.render({model: {get: name => html, on() {}}, el});"
+        "}"
+        "document.body.dataset.done = '1';</script></body></html>",
+        encoding="utf-8",
+    )
+    with Offline(browser, viewport=PHONE) as offline, serve(tmp_path) as base:
+        offline.page.goto(f"{base}/index.html")
+        offline.page.wait_for_selector("body[data-done='1']")
+        answer_all(offline.page, questions)
+        first = offline.page.locator(".attnbook-quiz-prompt").first.inner_text()
+        assert "Which row sums to one, w or s?" in first, first
+        assert 'href="https://' in widgets[0].html  # links to the website from a notebook
+    assert offline.blocked == [] and offline.errors == []
