@@ -273,6 +273,9 @@ PEER_INSTRUCTION_NOTES = (
 _SENTENCE_END = re.compile(r"[.?!][\"”’)]*(?=\s|$)")
 _ABBREVIATION = re.compile(r"(?:\be\.g|\bi\.e|\bcf|\bvs|\bet al|\bEq|\bFig)\.$")
 _RIGHT_WORD = re.compile(r"^(?:Right|Correct|Yes)[.!]\s+")
+_SPANS = re.compile(r"(`[^`]+`|\$[^$]+\$)")  # the quiz's inline code and maths
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
 
 
 def deck_question(name: str):
@@ -287,16 +290,15 @@ def deck_question(name: str):
 
 
 def first_sentence(text: str) -> str:
-    """The first sentence of the quiz's small Markdown, as plain text (maths and
-    code kept as ``$...$`` and backticks): its first paragraph up to the first
-    '.', '?' or '!' that ends a sentence outside maths and code."""
-    from attnbook.quiz import plain
-    from attnbook.quiz._html import _SPANS
-
-    paragraph = plain(text).split("\n\n")[0]
+    """The first sentence of the quiz's small Markdown (``attnbook.quiz``), bold and
+    italic dropped, maths and code kept as written (``$...$``, backticks): its first
+    paragraph up to the first '.', '?' or '!' that ends a sentence outside them.
+    (``attnbook.quiz.plain`` would turn the maths into Unicode text.)"""
+    paragraph = " ".join(re.split(r"\n\s*\n", text.strip())[0].split())
     done = ""
     for i, part in enumerate(_SPANS.split(paragraph)):
         if i % 2 == 0:
+            part = _ITALIC.sub(r"\1", _BOLD.sub(r"\1", part))
             for end in _SENTENCE_END.finditer(part):
                 if not _ABBREVIATION.search(done + part[: end.start() + 1]):
                     return (done + part[: end.end()]).strip()
@@ -359,7 +361,7 @@ def concept_slides(question) -> list[str]:
         answered = []
         for i, o in enumerate(q.options):
             if o.correct:
-                why = _RIGHT_WORD.sub("", " ".join(plain_paragraphs(o.feedback)))
+                why = _RIGHT_WORD.sub("", " ".join(o.feedback.split()))
                 line = (
                     '<span class="fragment attnbook-concept-why attnbook-concept-right" '
                     f'data-fragment-index="0"><strong>Right</strong>: {inline(why)}</span>'
@@ -395,13 +397,6 @@ def concept_slides(question) -> list[str]:
         f'<aside class="notes">{answer_notes}</aside>\n</section>'
     )
     return [ask, reveal]
-
-
-def plain_paragraphs(text: str) -> list[str]:
-    """The quiz's small Markdown as one line per paragraph, bold and italic dropped."""
-    from attnbook.quiz import plain
-
-    return plain(text).split("\n\n")
 
 
 def deck_html(nb, name: str) -> str:

@@ -436,18 +436,20 @@ def parse_mistakes(markdown: str) -> dict[str, set[tuple[str, str]]]:
 _SENTENCE_END = re.compile(r"[.?!][\"”’)]*(?=\s|$)")
 _ABBREVIATION = re.compile(r"(?:\be\.g|\bi\.e|\bcf|\bvs|\bet al|\bEq|\bFig)\.$")
 _SPANS = re.compile(r"(`[^`]+`|\$[^$]+\$)")  # the quiz's inline code and maths
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
 
 
 def first_sentence(text: str) -> str:
-    """The first sentence of the quiz's small Markdown as plain text, maths and code
-    kept (``$...$``, backticks): up to the first '.', '?' or '!' ending a sentence
-    outside them (tools.slides.first_sentence, which the decks use, is the same)."""
-    from attnbook.quiz import plain
-
-    paragraph = plain(text).split("\n\n")[0]
+    """The first sentence of the quiz's small Markdown (``attnbook.quiz``), bold and
+    italic dropped, maths and code kept as written (``$...$``, backticks): its first
+    paragraph up to the first '.', '?' or '!' that ends a sentence outside them.
+    (``attnbook.quiz.plain`` would turn the maths into Unicode text.)"""
+    paragraph = " ".join(re.split(r"\n\s*\n", text.strip())[0].split())
     done = ""
     for i, part in enumerate(_SPANS.split(paragraph)):
         if i % 2 == 0:
+            part = _ITALIC.sub(r"\1", _BOLD.sub(r"\1", part))
             for end in _SENTENCE_END.finditer(part):
                 if not _ABBREVIATION.search(done + part[: end.start() + 1]):
                     return (done + part[: end.end()]).strip()
