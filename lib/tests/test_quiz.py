@@ -71,13 +71,26 @@ def parse(text=GOOD):
 
 
 def test_a_good_file_reads_with_every_field():
-    grows, weight, look = parse()
-    assert grows.key == "chap/grows" and grows.right == (0,) and grows.deck
-    assert grows.options[1].reread == "other-page#sec-b"
-    assert grows.options[2].reread == "chap#sec-a"  # defaults to the question's section
+    grows, weight, look = parse(GOOD.replace('id = "look"', 'id = "look"\nordered = true'))
+    by_text = {o.text: o for o in grows.options}
+    assert grows.key == "chap/grows" and grows.deck
+    assert [grows.options[i].text for i in grows.right] == ["Each of the d products adds variance."]
+    assert by_text["Because the softmax sharpens."].reread == "other-page#sec-b"
+    # the reread defaults to the question's section
+    assert by_text["Because of the scale `1/√d`."].reread == "chap#sec-a"
     assert weight.answer == 0.25 and weight.wrong[0].tolerance == 0.005
-    assert look.right == (0, 1) and look.look.startswith("Move")
+    assert look.right == (0, 1) and look.look.startswith("Move")  # ordered: the file's order
     assert quiz.key_text(weight) == "0.25 (± 0.005)" and quiz.key_text(look) == "A, B"
+
+
+def test_options_are_shuffled_by_key_alone_unless_ordered():
+    texts = [f"option {i}" for i in range(4)]
+    once = quiz._data.shuffled(texts, "chap/q")
+    assert once == quiz._data.shuffled(texts, "chap/q") and sorted(once) == texts
+    # Over many questions the right option (written first) lands anywhere.
+    firsts = [quiz._data.shuffled(texts, f"chap/q{i}").index("option 0") for i in range(400)]
+    assert all(70 <= firsts.count(p) <= 130 for p in range(4)), [firsts.count(p) for p in range(4)]
+    assert parse(GOOD.replace('id = "look"', 'id = "look"\nordered = true'))[2].right == (0, 1)
 
 
 BREAKS = [
