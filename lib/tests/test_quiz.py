@@ -121,6 +121,12 @@ BREAKS = [
     ('kind = "numeric"', 'kind = "numeric"\ndeck = true', "at most one allowed"),
     ('kind = "choice"', 'kind = "choice"\nanswer = 1', "has no answer"),
     ("tolerance = 0.005", "tolerance = -1", "tolerance must be >= 0"),
+    (
+        'feedback = "That is a consequence',
+        'feedback = "Unlike option B, that is a consequence',
+        "by letter",
+    ),
+    ('kind = "choice"', 'kind = "choice"\nordered = 1', "ordered must be true or false"),
     ('text = "the third"', 'text = "the third"\ncorrect = true', "1 to 2 right options"),
     (
         'correct = true\nfeedback = "a"',
