@@ -114,7 +114,7 @@ def solution(data: dict) -> str:
     """The right answer as the Python a student would write (the solutions' cell)."""
     if data["kind"] == "numeric":
         return repr(data["answer"])
-    return repr("".join(LETTERS[i] for i, o in enumerate(data["options"]) if o["correct"]))
+    return '"' + "".join(LETTERS[i] for i, o in enumerate(data["options"]) if o["correct"]) + '"'
 
 
 def how_to_answer(data: dict) -> str:
@@ -175,7 +175,8 @@ def _letters(value: Any, count: int) -> tuple[list[int] | None, str]:
 def judge(data: dict, value: Any) -> tuple[bool, list[str]]:
     """Whether ``value`` answers the question of ``data`` (see :func:`spec`), and the
     book's feedback for it, one line per piece."""
-    if value is None or value is Ellipsis:
+    # ``...``, the blank, comes back from the worker as a stand-in named "ellipsis".
+    if value is None or value is Ellipsis or type(value).__name__ == "ellipsis":
         return False, ["not answered yet: write your answer in its cell and run the cell"]
     if data["kind"] == "numeric":
         if _is(value, int, float):
