@@ -170,7 +170,7 @@ $(OTTER_STAMP): tools/requirements-otter.txt
 	$(OTTER_VENV)/bin/python -m pip install --quiet -r tools/requirements-otter.txt
 	touch $(OTTER_STAMP)
 OTTER_LIB := $(OTTER_VENV)/.attnbook
-$(OTTER_LIB): $(OTTER_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* $(LIVE_FILES))
+$(OTTER_LIB): $(OTTER_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* lib/attnbook/questions/*.toml $(LIVE_FILES))
 	$(OTTER_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall ./lib
 	touch $(OTTER_LIB)
 
