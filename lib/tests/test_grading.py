@@ -98,8 +98,11 @@ ATTACKS = {
         "builtins.isinstance = lambda *a: True"
     ),
     "the worker's answers forged": (
-        "import attnbook.grading.worker as w\n"
-        "w.call = lambda m, ns, g: {'value': {'$opaque': 'bool', 'repr': 'True'}, 'args': []}"
+        # the worker runs as __main__ (patching attnbook.grading.worker, a second
+        # copy, would change nothing); its answers still come back as data
+        "import sys\n"
+        "sys.modules['__main__'].call = lambda m, ns, g: "
+        "{'value': {'$opaque': 'bool', 'repr': 'True'}, 'args': []}"
     ),
 }
 
