@@ -221,3 +221,11 @@ def test_unknown_chapter_is_named():
         quiz.load("no-such-chapter")
     with pytest.raises(ValueError, match="chapter must be"):
         quiz.load("../etc")
+
+
+def test_plain_text_makes_tex_readable_like_the_script():
+    # The same cases as tests/live/quiz.test.mjs's readableTex.
+    assert quiz.plain(r"$\mathbf q^\top \mathbf k / \sqrt{d}$") == "qᵀ k / √d"
+    assert quiz.plain(r"$\frac{1}{\sqrt{d}}$") == "(1)/(√d)"
+    assert quiz.plain(r"$a \le b \cdot c \to \infty$") == "a ≤ b · c → ∞"
+    assert quiz.plain(r"**Big** $\mathrm{softmax}(x)_i$") == "Big softmax(x)_i"
