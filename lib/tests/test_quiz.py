@@ -1,0 +1,223 @@
+"""attnbook.quiz: the question format's checks, the HTML, and ask's asserted numbers.
+
+The book's own question files are checked in tests/test_concept_questions.py;
+here each rule of the format is shown to refuse a file that breaks it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from attnbook import quiz
+
+GOOD = """
+[[question]]
+id = "grows"
+kind = "choice"
+section = "sec-a"
+deck = true
+values = { ratio = "3.4" }
+prompt = '''The ratio is 3.4. Why does the variance of $q^\\top k$ grow with *d*?'''
+[[question.option]]
+text = "Each of the d products adds variance."
+correct = true
+feedback = "Right: **d** terms."
+[[question.option]]
+text = "Because the softmax sharpens."
+feedback = "That is a consequence, not the cause."
+reread = "other-page#sec-b"
+[[question.option]]
+text = "Because of the scale `1/√d`."
+feedback = "The scale removes the growth."
+
+[[question]]
+id = "weight"
+kind = "numeric"
+section = "sec-a"
+prompt = "Softmax of [0, ln 3]: the first weight?"
+answer = 0.25
+tolerance = 0.005
+feedback = "1/(1+3)."
+otherwise = "Exponentiate, then normalise."
+[[question.wrong]]
+value = 0.75
+feedback = "That is the other key's weight."
+
+[[question]]
+id = "look"
+kind = "predict"
+section = "sec-a"
+multiple = true
+prompt = "Which two change? Select all that apply."
+look = "Move the slider to 8."
+[[question.option]]
+text = "the first"
+correct = true
+feedback = "a"
+[[question.option]]
+text = "the second"
+correct = true
+feedback = "b"
+[[question.option]]
+text = "the third"
+feedback = "c"
+"""
+
+
+def parse(text=GOOD):
+    return quiz.parse("chap", text)
+
+
+def test_a_good_file_reads_with_every_field():
+    grows, weight, look = parse()
+    assert grows.key == "chap/grows" and grows.right == (0,) and grows.deck
+    assert grows.options[1].reread == "other-page#sec-b"
+    assert grows.options[2].reread == "chap#sec-a"  # defaults to the question's section
+    assert weight.answer == 0.25 and weight.wrong[0].tolerance == 0.005
+    assert look.right == (0, 1) and look.look.startswith("Move")
+    assert quiz.key_text(weight) == "0.25 (± 0.005)" and quiz.key_text(look) == "A, B"
+
+
+BREAKS = [
+    ('id = "grows"', 'id = "Grows Big"', "id must be lowercase"),
+    ('kind = "choice"', 'kind = "essay"', "kind must be one of"),
+    ('section = "sec-a"\ndeck', 'section = "sec a"\ndeck', "section must be a section label"),
+    ('feedback = "The scale removes the growth."', 'feedback = ""', "feedback is missing"),
+    (
+        'text = "Because the softmax sharpens."',
+        'text = "Because the softmax sharpens."\ncorrect = true',
+        "exactly one right option",
+    ),
+    (
+        'text = "Because the softmax sharpens."',
+        'text = "Each of the d products adds variance."',
+        "same text",
+    ),
+    ('values = { ratio = "3.4" }', 'values = { ratio = "3.9" }', "appears nowhere"),
+    ('values = { ratio = "3.4" }', "values = { ratio = 3.4 }", "values must map names"),
+    ("value = 0.75", "value = 0.252", "within the tolerance of the answer"),
+    (
+        '[[question.wrong]]\nvalue = 0.75\nfeedback = "That is the other key\'s weight."',
+        "",
+        "at least one",
+    ),
+    ('look = "Move the slider to 8."', "", "look is missing"),
+    ('id = "look"', 'id = "grows"', "repeated id"),
+    ('kind = "numeric"', 'kind = "numeric"\ndeck = true', "at most one allowed"),
+    ('kind = "choice"', 'kind = "choice"\nanswer = 1', "has no answer"),
+    ("tolerance = 0.005", "tolerance = -1", "tolerance must be >= 0"),
+    ('text = "the third"', 'text = "the third"\ncorrect = true', "1 to 2 right options"),
+    (
+        'correct = true\nfeedback = "a"',
+        'correct = "yes"\nfeedback = "a"',
+        "correct must be true or false",
+    ),
+    ('prompt = "Softmax', 'hint = "x"\nprompt = "Softmax', "unknown field"),
+    ('[[question]]\nid = "grows"', 'title = 1\n[[question]]\nid = "grows"', "unknown top-level"),
+    ('[[question]]\nid = "grows"', '[[question]\nid = "grows"', "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("old, new, message", BREAKS, ids=[b[2] for b in BREAKS])
+def test_each_rule_refuses_a_file_that_breaks_it(old, new, message):
+    assert old in GOOD
+    with pytest.raises(quiz.QuestionError, match=re.escape(message)):
+        parse(GOOD.replace(old, new, 1))
+
+
+def test_too_few_options_is_refused():
+    two = GOOD.replace(
+        '[[question.option]]\ntext = "Because of the scale `1/√d`."\nfeedback = "The scale removes the growth."\n',
+        "",
+    )
+    with pytest.raises(quiz.QuestionError, match="needs 3 to 6 options, has 2"):
+        parse(two)
+
+
+def test_check_values_asserts_the_printed_number():
+    grows = parse()[0]
+    quiz.check_values(grows, {"ratio": 3.43})
+    with pytest.raises(AssertionError, match=r"printed '3.4' but the chapter computes 3.46"):
+        quiz.check_values(grows, {"ratio": 3.46})
+    with pytest.raises(TypeError, match=r"needs the computed value\(s\) \['ratio'\]"):
+        quiz.check_values(grows, {})
+    with pytest.raises(TypeError, match=r"unknown value name\(s\) \['ratios'\]"):
+        quiz.check_values(grows, {"ratio": 3.4, "ratios": 1})
+    with pytest.raises(TypeError, match="ratio must be a number"):
+        quiz.check_values(grows, {"ratio": "many"})
+
+
+def test_a_percentage_is_checked_as_printed():
+    q = parse(
+        GOOD.replace('ratio = "3.4"', 'share = "41%"').replace("ratio is 3.4", "share is 41%")
+    )[0]
+    quiz.check_values(q, {"share": 0.412})
+    with pytest.raises(AssertionError):
+        quiz.check_values(q, {"share": 0.416})
+
+
+def test_the_html_holds_every_feedback_hidden_and_the_maths_for_mathjax():
+    grows, weight, look = parse()
+    page = quiz.question_html(grows)
+    assert page.count('class="attnbook-quiz-fb"') == 3 and page.count(" hidden>") >= 3
+    assert '<span class="math notranslate nohighlight">\\(q^\\top k\\)</span>' in page
+    assert "<em>d</em>" in page and "<code>1/√d</code>" in page
+    assert 'href="other-page.html#sec-b"' in page  # relative on the website
+    assert 'href="https://' in quiz.question_html(grows, quiz.SITE)  # absolute from a notebook
+    assert 'type="radio"' in page and 'type="checkbox"' in quiz.question_html(look)
+    numeric = quiz.question_html(weight)
+    assert 'data-answer="0.25"' in numeric and 'data-value="0.75"' in numeric
+    assert 'data-fb="otherwise"' in numeric and 'inputmode="decimal"' in numeric
+
+
+def test_text_is_escaped_not_trusted():
+    q = parse(GOOD.replace("Because the softmax sharpens.", "<script>alert(1)</script> sharpens"))[
+        0
+    ]
+    page = quiz.question_html(q)
+    assert "<script>alert" not in page and "&lt;script&gt;" in page
+
+
+def test_the_websites_fragment_carries_its_script_and_fetches_nothing():
+    grows = parse()[0]
+    html = quiz.fragment(grows)
+    assert html.count("<script>") == 1 and "function wire(" in html
+    assert not re.search(r"^export ", html.split("<script>")[1], re.M)
+    assert not re.search(r"""(?:src|href)=["']?(?:https?:)?//""", html.split("<script>")[0])
+    assert "fetch(" not in html and "import(" not in html
+
+
+def test_ask_checks_its_key_and_values(monkeypatch):
+    questions = parse()
+    monkeypatch.setattr(quiz._data, "load", lambda chapter: questions)
+    monkeypatch.setenv("ATTNBOOK_STATIC", "1")
+    shown = quiz.ask("chap/weight")
+    data, metadata = shown._repr_mimebundle_()
+    assert data["text/plain"].startswith("Check your understanding")
+    assert "attnbook-quiz" in data["text/html"] and metadata["text/html"]["attnbook_explorer"]
+    with pytest.raises(ValueError, match="has no question 'nope'"):
+        quiz.ask("chap/nope")
+    with pytest.raises(ValueError, match="key must be 'chapter/id'"):
+        quiz.ask("weight")
+    with pytest.raises(TypeError, match="needs the computed value"):
+        quiz.ask("chap/grows")
+
+
+def test_ask_in_a_kernel_is_a_widget_with_the_same_text(monkeypatch):
+    questions = parse()
+    monkeypatch.setattr(quiz._data, "load", lambda chapter: questions)
+    monkeypatch.delenv("ATTNBOOK_STATIC", raising=False)
+    widget = quiz.ask("chap/weight")
+    data, _ = widget._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["text/plain"] == quiz.question_text(questions[1])
+    assert "attnbook-quiz" in widget.html and "export default" in widget._esm
+
+
+def test_unknown_chapter_is_named():
+    with pytest.raises(ValueError, match="has no question file"):
+        quiz.load("no-such-chapter")
+    with pytest.raises(ValueError, match="chapter must be"):
+        quiz.load("../etc")

@@ -1,0 +1,23 @@
+// The concept questions' script (lib/attnbook/quiz/quiz.js): the pure parts.
+// Its behaviour on a page (answering, feedback, predict-then-look) is tested in
+// Chromium on the built site (tests/test_concept_questions_browser.py).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { parseNumber } from "../../lib/attnbook/quiz/quiz.js";
+
+test("a reader's number is read in the forms people type", () => {
+  assert.equal(parseNumber("0.25"), 0.25);
+  assert.equal(parseNumber(" 0,25 "), 0.25);
+  assert.equal(parseNumber("\u22120.5"), -0.5);
+  assert.equal(parseNumber("1/4"), 0.25);
+  assert.equal(parseNumber("25%"), 0.25);
+  assert.equal(parseNumber(".5"), 0.5);
+  assert.equal(parseNumber("3"), 3);
+  assert.equal(parseNumber("1e-3"), 0.001);
+});
+
+test("what is not a number is refused, not read as 0", () => {
+  for (const text of ["", "abc", "1/0", "0.2.5", "--1", "1,000,000", "two"]) {
+    assert.equal(parseNumber(text), null, text);
+  }
+});
