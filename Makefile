@@ -170,7 +170,7 @@ $(OTTER_STAMP): tools/requirements-otter.txt
 	$(OTTER_VENV)/bin/python -m pip install --quiet -r tools/requirements-otter.txt
 	touch $(OTTER_STAMP)
 OTTER_LIB := $(OTTER_VENV)/.attnbook
-$(OTTER_LIB): $(OTTER_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* $(LIVE_FILES))
+$(OTTER_LIB): $(OTTER_STAMP) lib/pyproject.toml $(wildcard lib/attnbook/*.py lib/attnbook/*/*.py lib/attnbook/*_data/* lib/attnbook/questions/*.toml $(LIVE_FILES))
 	$(OTTER_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall ./lib
 	touch $(OTTER_LIB)
 
@@ -329,7 +329,7 @@ test-live-js:
 # suites are `make test-browser`.
 BROWSER_TESTS := tests/test_browser.py tests/test_reading.py tests/test_subpath.py \
   tests/test_live_browser.py tests/test_live_browser_dates.py tests/test_live_browser_lm.py \
-  tests/test_live_browser_digits.py
+  tests/test_live_browser_digits.py tests/test_concept_questions_browser.py
 # The decks' browser test runs in `make slides`, which builds them.
 BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupyter.py \
   --ignore=tests/test_pdf.py --ignore=tests/test_slides_browser.py --ignore=tests/test_fresh_site.py \
@@ -338,7 +338,7 @@ BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupy
 # reader's edition, the locks, the tools): test-sources runs them beside nbval,
 # so that only the checks of the built site wait for the build. A new test
 # file waits for the build unless it is listed here.
-SOURCE_TESTS := tests/test_notebooks.py tests/test_solution_pointers.py tests/test_readers_edition.py tests/test_lock.py \
+SOURCE_TESTS := tests/test_notebooks.py tests/test_solution_pointers.py tests/test_concept_questions.py tests/test_readers_edition.py tests/test_lock.py \
   tests/test_nbtools.py tests/test_browser_lookup.py tests/test_nbval_executed.py \
   tests/test_regression_bites.py tests/test_release.py tests/test_readme.py \
   tests/test_instructor_guide.py tests/test_slides.py tests/test_exercise_metadata.py tests/test_grade.py tests/test_lms.py \

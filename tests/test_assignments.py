@@ -251,3 +251,111 @@ def test_the_student_folder_says_how_to_install(built):
     assert f"pip install ./{wheel.name} otter-grader==7.0.0" in readme
     assert "torch==2.13.0" in readme and "Download .ipynb" in readme
     assert "git+" not in readme  # nothing from a git host
+
+
+# Concept questions (attnbook.quiz): a fixture file for masked-softmax, given to the
+# build through attnbook.quiz's loader (the chapters' own files are not needed).
+CONCEPTS = """
+[[question]]
+id = "what-mask-does"
+kind = "choice"
+section = "sec-x"
+prompt = "What does a mask do to a score?"
+[[question.option]]
+text = "Sets it to a large negative number."
+correct = true
+feedback = "Softmax then gives it a weight of almost zero."
+[[question.option]]
+text = "Sets it to zero."
+feedback = "A score of zero still gets weight: exp(0) is 1, not 0."
+[[question.option]]
+text = "Removes the key from the tensor."
+feedback = "The shapes stay the same: masking only changes the values."
+
+[[question]]
+id = "weight-left"
+kind = "numeric"
+section = "sec-x"
+prompt = "Two equal scores, one masked: the weight of the other?"
+answer = 1
+tolerance = 0.01
+feedback = "All the weight goes to the one key left."
+otherwise = "Masked keys get no weight; the rest share all of it."
+[[question.wrong]]
+value = 0.5
+feedback = "That ignores the mask: both keys would share the weight."
+"""
+
+
+@pytest.fixture(scope="module")
+def concept_built(tmp_path_factory):
+    """masked-softmax's assignment with only the fixture's concept questions."""
+    from attnbook import quiz
+    from attnbook.quiz import _data
+
+    out = tmp_path_factory.mktemp("concepts")
+    keys = "masked-softmax/what-mask-does,masked-softmax/weight-left"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_data, "load", lambda chapter: quiz.parse(chapter, CONCEPTS))
+        patch.setattr(_data, "chapters", lambda: ["masked-softmax"])
+        patch.setattr(quiz, "load", _data.load)
+        patch.setattr(quiz, "chapters", _data.chapters)
+        args = ["--out", str(out), "--otter", str(OTTER_VENV / "otter"), "--seed", "5"]
+        assert assignments.main([*args, "--exercises", keys, str(CHAPTER)]) == 0
+    return out / "masked-softmax"
+
+
+def test_concept_questions_are_graded_with_the_books_feedback(concept_built, tmp_path):
+    """The solutions earn both points, the blank student notebook none; wrong answers
+    earn nothing and the option's (or the wrong value's) feedback; a str whose ==
+    always says yes earns nothing."""
+    student = nbformat.read(concept_built / "student" / "masked-softmax.ipynb", as_version=4)
+    text = "\n".join(c.source for c in student.cells)
+    assert "- **A.** Sets it to a large negative number." in text
+    assert 'answers["what-mask-does"] = ...' in text and 'answers["weight-left"] = ...' in text
+    assert 'answers["what-mask-does"] = "A"' not in text
+    solved = nbformat.read(concept_built / "autograder" / "masked-softmax.ipynb", as_version=4)
+    assert 'answers["what-mask-does"] = "A"' in "\n".join(c.source for c in solved.cells)
+    nbformat.write(solved, tmp_path / "solutions.ipynb")
+    nbformat.write(student, tmp_path / "untouched.ipynb")
+    for name, one, two in [
+        ("wrong", '"b"', "0.5"),
+        ("lying", 'A("Z")', "A(2.0)"),
+    ]:
+        wrong = nbformat.read(concept_built / "student" / "masked-softmax.ipynb", as_version=4)
+        for cell in wrong.cells:
+            cell.source = cell.source.replace(
+                '["what-mask-does"] = ...', f'["what-mask-does"] = {one}'
+            )
+            cell.source = cell.source.replace('["weight-left"] = ...', f'["weight-left"] = {two}')
+        lie = "class A(str):\n    def __eq__(self, other):\n        return True\n\n    __hash__ = str.__hash__"
+        if name == "lying":
+            wrong.cells.insert(3, nbformat.v4.new_code_cell(lie))
+        nbformat.write(wrong, tmp_path / f"{name}.ipynb")
+    done = subprocess.run(
+        [
+            str(OTTER_VENV.resolve() / "python"),
+            "-m",
+            "tools.grade",
+            "masked-softmax",
+            str(tmp_path),
+            "--assignments",
+            str(concept_built.parent),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    with (tmp_path / "grades.csv").open() as f:
+        rows = {row["submission"]: row for row in csv.DictReader(f)}
+    assert [c for c in next(iter(rows.values())) if c.startswith("concept_")] == [
+        "concept_what_mask_does",
+        "concept_weight_left",
+    ]
+    totals = {name: row["total"] for name, row in rows.items()}
+    assert totals == {"solutions": "2.00", "untouched": "0.00", "wrong": "0.00", "lying": "0.00"}
+    feedback = (tmp_path / "feedback" / "wrong.txt").read_text()
+    assert "B: not right. A score of zero still gets weight: exp(0) is 1, not 0." in feedback
+    assert "Not quite. That ignores the mask: both keys would share the weight." in feedback
+    assert "not answered yet" in (tmp_path / "feedback" / "untouched.txt").read_text()

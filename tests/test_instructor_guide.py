@@ -43,7 +43,7 @@ def test_the_page_sits_next_to_the_contributors_page_and_is_filled_at_build_time
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["sphinx"]["local_extensions"]["instructor_guide"] == "book/_ext"
     source = PAGE.read_text()
-    for marker in ("course-plans", "chapter-tables", "common-mistakes"):
+    for marker in ("course-plans", "chapter-tables", "concept-questions", "common-mistakes"):
         assert f"% generated: {marker}\n" in source
 
 
@@ -192,3 +192,121 @@ def test_week_split_keeps_order_and_minimises_the_busiest_week():
 def test_reading_time_counts_prose_outside_folded_blocks():
     text = "(chap-x)=\n# One two\n\n````{dropdown} Going deeper\nfour five six\n````\n\nseven\n"
     assert guide._words(text) == 3  # "One", "two", "seven": the label and the aside are left out
+
+
+def expected_concept_list(questions: dict[str, list]) -> dict[str, list]:
+    """What the concept list must say, read from attnbook.quiz itself."""
+    from attnbook import quiz
+
+    return {
+        chapter: [
+            (number, q.kind, q.section.split("#")[1], quiz.key_text(q))
+            for number, q in enumerate(own, 1)
+        ]
+        for chapter, own in questions.items()
+        if own
+    }
+
+
+def concept_section(page: str) -> str:
+    return page.split("\n## Concept questions in class\n")[1].split("\n## ")[0]
+
+
+def test_the_concept_list_agrees_with_attnbook_quiz(filled):
+    """Every chapter with a question file, each question once, in order, with its kind,
+    section and key as attnbook.quiz gives them (none listed while no file exists)."""
+    from attnbook import quiz
+
+    questions = {name: quiz.load(name) for name in quiz.chapters()}
+    section = concept_section(filled)
+    assert guide.parse_concept_list(section) == expected_concept_list(questions)
+    for chapter, own in questions.items():
+        assert f"<{chapter}>`\n\n{len(own)} question" in section, chapter
+    if not any(questions.values()):
+        assert "No chapter has concept questions yet." in section
+    assert "{cite:p}`crouch2001peer`" in filled
+    assert "@article{crouch2001peer," in (BOOK / "references.bib").read_text()
+
+
+GUIDE_TOML = r"""
+[[question]]
+id = "several"
+kind = "choice"
+section = "sec-one"
+multiple = true
+prompt = 'A row of **scores** is $[0, \ln 3]$ (e.g. two keys). Select all that apply.'
+[[question.option]]
+text = "a"
+correct = true
+feedback = "x"
+[[question.option]]
+text = "b"
+feedback = "y"
+[[question.option]]
+text = "c"
+correct = true
+feedback = "z"
+
+[[question]]
+id = "far-weight"
+kind = "numeric"
+section = "sec-two"
+prompt = "Softmax of [0, ln 3]: the weight of the first key? Two decimals."
+answer = 0.25
+tolerance = 0.005
+feedback = "1/(1+3)."
+otherwise = "Exponentiate then normalise."
+[[question.wrong]]
+value = 0.75
+feedback = "The other key."
+
+[[question]]
+id = "predict-it"
+kind = "predict"
+section = "sec-two"
+deck = true
+prompt = "Move `width` to 0.1: what happens to the curve? Predict first."
+look = "Move the slider."
+[[question.option]]
+text = "x"
+feedback = "a"
+[[question.option]]
+text = "y"
+correct = true
+feedback = "b"
+[[question.option]]
+text = "z"
+feedback = "c"
+"""
+
+
+def test_each_question_is_listed_with_its_number_kind_idea_section_and_key(monkeypatch):
+    from attnbook import quiz
+
+    questions = {"masked-softmax": quiz.parse("masked-softmax", GUIDE_TOML)}
+    monkeypatch.setattr(guide, "concept_questions", lambda: questions)
+    section = concept_section(guide.fill(PAGE.read_text()))
+    assert guide.parse_concept_list(section) == expected_concept_list(questions)
+    assert guide.parse_concept_list(section)["masked-softmax"] == [
+        (1, "choice", "sec-one", "A, C"),
+        (2, "numeric", "sec-two", "0.25 (± 0.005)"),
+        (3, "predict", "sec-two", "B"),
+    ]
+    lines = section.splitlines()
+    assert "3 questions; question 3 is the deck's concept test." in lines
+    assert (
+        r"- **Question 1** (choice, several answers), after {ref}`sec-one`: "
+        r"A row of scores is $[0, \ln 3]$ \(e\.g\. two keys\)\. Key: **A, C**."
+    ) in lines  # the idea: the prompt's first sentence, plain, its maths kept
+    assert "- **Question 3** (predict, in the deck), after {ref}`sec-two`: " in section
+    assert "### {doc}`Scoring" not in section  # a chapter without a question file: left out
+
+
+def test_a_broken_question_file_stops_the_guide(monkeypatch):
+    from attnbook import quiz
+
+    broken = GUIDE_TOML.replace('correct = true\nfeedback = "b"', 'feedback = "b"')
+    monkeypatch.setattr(quiz, "chapters", lambda: ["masked-softmax"])
+    monkeypatch.setattr(quiz, "load", lambda name: quiz.parse(name, broken))
+    with pytest.raises(quiz.QuestionError, match="predict-it.*exactly one right option"):
+        guide.fill(PAGE.read_text())

@@ -183,3 +183,20 @@ def test_small_multiples_carry_their_descriptions(pdf):
     for width in (explorer.stops[0], explorer.stops[-1]):
         text = explorer.alt_text(width, "gaussian")
         assert squash(text)[:120] in whole, f"description missing from the PDF: {text[:80]}"
+
+
+def test_concept_questions_print_in_place_and_answer_in_the_appendix(pdf):
+    """Every question is printed where the chapter asks it (its options, no
+    buttons), and the appendix gives every key: one "Answer:" per question."""
+    from attnbook import quiz
+
+    _, texts = pdf
+    pages = [normal(text) for text in texts]
+    total = sum(len(quiz.load(chapter)) for chapter in quiz.chapters())
+    start = next((i for i, text in enumerate(pages) if "retrieval, not rereading" in text), None)
+    assert start is not None, "the appendix 'Answers to the concept questions' is not printed"
+    asked = sum(len(re.findall(r"Check your understanding \d+", text)) for text in pages[:start])
+    answers = sum(text.count("Answer:") for text in pages[start:])
+    assert asked >= total, f"{asked} questions printed in the chapters, {total} written"
+    assert answers >= total, f"{answers} answers in the appendix, {total} questions"
+    assert not any("Show the answer" in text or "I predict this" in text for text in pages)

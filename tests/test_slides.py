@@ -225,3 +225,180 @@ def test_a_deck_reuses_nbvals_executed_copy_only_when_its_cells_are_the_notebook
     nb.cells[0].source += "\n"  # the source was edited since nbval ran
     nbformat.write(nb, tmp_path / source.name)
     assert slides.executed_copy(source, tmp_path) is None
+
+
+# A chapter's concept questions (attnbook.quiz's format), for the decks' concept test: the
+# deck question's key is C, its wrong options' feedback has two sentences each (only the
+# first, naming the misconception, goes on the slide), and it writes maths.
+CONCEPT_TOML = r"""
+[[question]]
+id = "a-first-one"
+kind = "choice"
+section = "sec-a"
+prompt = "Not the deck's question. Which?"
+[[question.option]]
+text = "One"
+correct = true
+feedback = "Yes."
+[[question.option]]
+text = "Two"
+feedback = "No."
+[[question.option]]
+text = "Three"
+feedback = "No."
+
+[[question]]
+id = "scale-and-winner"
+kind = "choice"
+section = "sec-b"
+deck = true
+prompt = '''
+The scores of one query are divided by $\sqrt{d}$ with $d = 64$. What happens to the
+**largest** weight of its row? Think of the softmax as *temperature*.
+'''
+[[question.option]]
+text = "It stays the same: dividing every score by the same number keeps the ranking."
+feedback = "This confuses the ranking with the weights. The order is kept, the gaps shrink."
+[[question.option]]
+text = 'It grows, since the division by $\sqrt{d}$ sharpens the row.'
+feedback = 'This reads the scale as a sharpener. Dividing by $\sqrt{d} = 8$ shrinks every gap.'
+reread = "sec-a"
+[[question.option]]
+text = "It shrinks, and the row moves toward uniform weights."
+correct = true
+feedback = 'Right. Dividing by 8 shrinks every gap between scores, and $\exp$ of smaller gaps is a flatter row.'
+[[question.option]]
+text = 'It becomes exactly $1/\sqrt{d}$ for every key.'
+feedback = "This mistakes the scale for the weights themselves. The weights still depend on the scores."
+"""
+
+
+def concept_questions(monkeypatch, chapters: dict[str, str]) -> None:
+    """attnbook.quiz reads ``chapters`` (name -> TOML text) instead of the question files."""
+    from attnbook import quiz
+
+    monkeypatch.setattr(quiz, "chapters", lambda: sorted(chapters))
+    monkeypatch.setattr(quiz, "load", lambda name: quiz.parse(name, chapters[name]))
+
+
+def sections_of(page: str) -> list[str]:
+    return re.findall(r"<section\b.*?</section>", page, re.S)
+
+
+def text_of(fragment: str) -> str:
+    import html as html_module
+
+    return " ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def three_slides():
+    return notebook(
+        cell("md", "# A title", "slide"),
+        cell("md", "## Two", "slide"),
+        cell("md", "## Last", "slide"),
+    )
+
+
+def check_concept_slides(sections: list[str], question) -> None:
+    """The two concept-test slides just before the last: the question, lettered options and
+    the vote; then the answer as one fragment: the key's letters, why it is right, one
+    misconception line per wrong option; every option's full feedback in the notes."""
+    from attnbook import quiz
+
+    asked, answer = sections[-3], sections[-2]
+    assert 'data-concept="question"' in asked and 'data-concept="answer"' in answer
+    assert f'data-key="{question.key}"' in asked and f'data-key="{question.key}"' in answer
+    assert "data-concept" not in "".join(sections[:-3] + sections[-1:])
+    shown = text_of(asked.split('<aside class="notes">')[0])
+    assert quiz.plain(question.prompt).split()[0] in shown
+    assert slides.VOTE in shown
+    options = re.findall(r'<span class="attnbook-concept-letter">([A-F])\.</span>', asked)
+    assert options == list(quiz.LETTERS[: len(question.options)])
+    body, notes = answer.split('<aside class="notes">')
+    fragments = re.findall(r'class="fragment[^"]*" data-fragment-index="0"', body)
+    assert len(fragments) == 1 + len(question.options)  # the key, and one line per option
+    assert f"Answer: {quiz.key_text(question)}" in text_of(body)
+    right = re.findall(r"<strong>Right</strong>", body)
+    wrong = re.findall(r"<strong>Misconception</strong>: (.*?)</span>", body)
+    assert len(right) == len(question.right)
+    assert len(wrong) == len(question.options) - len(question.right)
+    for i, option in enumerate(question.options):
+        verdict = "right" if option.correct else "wrong"
+        assert f"<strong>{quiz.LETTERS[i]} ({verdict})</strong>" in notes
+        assert quiz.markdown(option.feedback) in notes
+    assert "$" not in text_of(asked + answer)  # maths handed to MathJax, as \( \)
+
+
+def test_a_deck_question_makes_two_concept_slides_before_the_last(monkeypatch):
+    from attnbook import quiz
+
+    concept_questions(monkeypatch, {"a-deck": CONCEPT_TOML})
+    question = quiz.load("a-deck")[1]
+    sections = sections_of(slides.deck_html(three_slides(), "a-deck"))
+    assert len(sections) == 5
+    check_concept_slides(sections, question)
+    answer = sections[-2].split('<aside class="notes">')[0]
+    assert "Answer: C" in text_of(answer)
+    assert '<li data-correct="1"><span class="attnbook-concept-letter">C.</span>' in answer
+    # The misconception is the feedback's first sentence; the rest is in the notes only.
+    assert "This confuses the ranking with the weights." in answer
+    assert "The order is kept" not in answer and "The order is kept" in sections[-2]
+    assert r"Right : Dividing by 8 shrinks every gap between scores, and \(\exp\) of" in text_of(
+        answer
+    )
+    assert "Right. Dividing" not in answer
+    assert r'<span class="math notranslate nohighlight">\(\sqrt{d}\)</span>' in sections[-3]
+    assert "<strong>largest</strong>" in sections[-3]
+
+
+def test_a_numeric_deck_question_shows_its_number_as_the_answer(monkeypatch):
+    numeric = """
+[[question]]
+id = "far-weight"
+kind = "numeric"
+section = "sec-a"
+deck = true
+prompt = "Softmax of [0, ln 3]: the weight of the first key?"
+answer = 0.25
+tolerance = 0.005
+feedback = "1/(1+3)."
+otherwise = "Exponentiate then normalise."
+[[question.wrong]]
+value = 0.75
+feedback = "That is the other key. Read the order again."
+"""
+    concept_questions(monkeypatch, {"a-deck": numeric})
+    sections = sections_of(slides.deck_html(three_slides(), "a-deck"))
+    answer = sections[-2].split('<aside class="notes">')[0]
+    assert 'data-concept="question"' in sections[-3] and "Your answer" in sections[-3]
+    assert "Answer: 0.25 (± 0.005)" in text_of(answer)
+    assert "0.75: That is the other key." in text_of(answer)
+    assert "fragment" in answer and "Read the order again" in sections[-2]
+
+
+def test_a_chapter_without_a_deck_question_gets_no_concept_slides(monkeypatch):
+    concept_questions(monkeypatch, {})  # no question file yet
+    assert "data-concept" not in slides.deck_html(three_slides(), "a-deck")
+    undecked = CONCEPT_TOML.replace("deck = true\n", "")
+    concept_questions(monkeypatch, {"a-deck": undecked})  # a file, no deck = true
+    assert "data-concept" not in slides.deck_html(three_slides(), "a-deck")
+
+
+def test_first_sentence_stops_outside_maths_and_abbreviations():
+    assert slides.first_sentence("A **b**. C.") == "A b."
+    assert slides.first_sentence("Liu et al. say $x. y$ is 0.5! Then.") == (
+        "Liu et al. say $x. y$ is 0.5!"
+    )
+    assert slides.first_sentence("One `a.b` two?\n\nThree.") == "One `a.b` two?"
+    assert slides.first_sentence("no end") == "no end"
+
+
+@pytest.mark.parametrize("path", SLIDE_NOTEBOOKS, ids=lambda p: p.name)
+def test_every_deck_whose_chapter_has_a_deck_question_shows_it(path):
+    """The deck of each chapter with a ``deck = true`` question (attnbook.quiz; the deck's
+    file name is the chapter's) carries its concept test, from the slide notebook as saved."""
+    question = slides.deck_question(path.stem)
+    if question is None:
+        pytest.skip(f"{path.stem}: no deck question (no question file yet)")
+    page = slides.deck_html(read_notebook(path), path.stem)
+    check_concept_slides(sections_of(page), question)

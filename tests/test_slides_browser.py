@@ -344,3 +344,77 @@ def test_deck_live_explorers_answer_the_readers_input(name, browser, base):
             assert page.evaluate("Reveal.getIndices().h") == slide, "a key turned the slide"
         assert tab.blocked == [], f"{name}: requests left the page: {tab.blocked}"
         assert tab.errors == [], f"{name}: console errors: {tab.errors}"
+
+
+# The concept test (tools.slides.concept_slides): the question for a vote, then the revote
+# slide whose answer is one fragment, revealed by the presenter's next press.
+CONCEPT_STATE_JS = """() => {
+    const slide = Reveal.getCurrentSlide();
+    const parts = [...slide.querySelectorAll('.fragment')];
+    return {concept: slide.dataset.concept || null, index: Reveal.getIndices().h,
+            shown: parts.map(el => getComputedStyle(el).visibility === 'visible'
+                                   && el.classList.contains('visible')),
+            text: slide.innerText, height: slide.scrollHeight, width: slide.scrollWidth,
+            maths: slide.querySelectorAll('mjx-container').length};
+}"""
+
+
+def check_concept_test(page, name: str) -> None:
+    """Turn to the deck's concept test with the presenter's key, vote slide then answer."""
+    asked = page.evaluate(
+        "[...document.querySelectorAll('.slides > section')]"
+        ".findIndex(s => s.dataset.concept === 'question')"
+    )
+    assert asked > 0, f"{name}: no concept test"
+    page.evaluate(f"Reveal.slide({asked - 1})")
+    page.keyboard.press("ArrowRight")  # to the question, as a presenter's clicker does
+    state = page.evaluate(CONCEPT_STATE_JS)
+    assert (state["concept"], state["index"], state["shown"]) == ("question", asked, [])
+    assert "A. " in state["text"] and "Vote, then discuss with your neighbour" in state["text"]
+    page.keyboard.press("ArrowRight")  # to the revote: the answer still hidden
+    state = page.evaluate(CONCEPT_STATE_JS)
+    assert state["concept"] == "answer" and state["index"] == asked + 1
+    assert state["shown"] and not any(state["shown"]), f"{name}: the answer shows before the revote"
+    page.keyboard.press("ArrowRight")  # the answer, on the same slide
+    page.wait_for_timeout(400)  # reveal.js fades a fragment in
+    state = page.evaluate(CONCEPT_STATE_JS)
+    assert state["index"] == asked + 1, f"{name}: the press turned the slide, not the answer"
+    assert all(state["shown"]), f"{name}: the answer was not revealed: {state['shown']}"
+    assert re.search(r"Answer: [A-F]", state["text"]) and "Misconception" in state["text"]
+    assert state["height"] <= slides.SLIDE_HEIGHT and state["width"] <= slides.SLIDE_WIDTH, (
+        f"{name}: the revealed answer overflows the slide ({state['width']}x{state['height']})"
+    )
+    assert "\\(" not in page.locator(".slides").inner_text(), f"{name}: maths not typeset"
+
+
+def test_concept_test_reveals_its_answer_on_the_next_press(browser, tmp_path, monkeypatch):
+    """A deck built here with the fixture's long deck question (maths, key C): the vote
+    slide, then the revote slide with the answer hidden until the next press, typeset,
+    and fitting the slide once shown."""
+    from tests.test_slides import CONCEPT_TOML, concept_questions, three_slides
+
+    concept_questions(monkeypatch, {"a-deck": CONCEPT_TOML})
+    slides.copy_assets(tmp_path)
+    (tmp_path / "a-deck.html").write_text(slides.deck_html(three_slides(), "a-deck"))
+    with serve(tmp_path) as url, Offline(browser, viewport={"width": 1280, "height": 720}) as tab:
+        page = tab.page
+        page.goto(f"{url}/a-deck.html", wait_until="load")
+        page.wait_for_function("window.Reveal && Reveal.isReady()")
+        page.evaluate("MathJax.startup.promise")
+        check_concept_test(page, "a-deck")
+        state = page.evaluate(CONCEPT_STATE_JS)
+        assert "Answer: C" in state["text"] and state["maths"] > 0
+        assert tab.blocked == [] and tab.errors == [], (tab.blocked, tab.errors)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_built_deck_concept_test_reveals_its_answer(name, browser, base):
+    if 'data-concept="question"' not in built(name).read_text(encoding="utf-8"):
+        pytest.skip(f"{name}: no concept test (its chapter has no deck question yet)")
+    with Offline(browser, viewport={"width": 1280, "height": 720}) as tab:
+        page = tab.page
+        page.goto(f"{base}/{name}.html", wait_until="load")
+        page.wait_for_function("window.Reveal && Reveal.isReady()")
+        page.evaluate("MathJax.startup.promise")
+        check_concept_test(page, name)
+        assert tab.errors == [], f"{name}: console errors: {tab.errors}"

@@ -21,7 +21,16 @@ The master is built from the exercise metadata (tools/exercise_metadata.py):
   shared evenly among its tests, so a student earns the share of the cases
   their function passes; the checker runs once per question and seed;
 - each written exercise as a manually graded question, its folded solution as
-  the rubric.
+  the rubric;
+- before the exercises, the chapter's concept questions (attnbook.quiz, the
+  book's "Check your understanding"), one point each: the question as Markdown
+  (prompt and lettered options), and a cell ``answers["ID"] = ...`` where the
+  student writes a letter in quotes ("B"), the letters of every right option
+  ("AC") or a number. Its one public test judges the answer with
+  attnbook.grading.concepts and fails with the book's feedback (the picked
+  option's, the numeric wrong value's, or ``otherwise``); the data it judges
+  with (the key and that feedback) is written into the test, and the grader
+  reads it from there and judges the answer the worker sends back as data.
 
 Run by ``make assignments``: this script in .venv, ``otter assign`` from
 .venv-otter (otter-grader and attnbook from lib/), named by ``--otter``. ``otter assign`` runs the solutions against every test, so a build that
@@ -73,6 +82,8 @@ TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 OTTER_LOCK = ROOT / "tools" / "requirements-otter.txt"
 # The line under an exercise that points at its folded solution.
 POINTER = re.compile(r"^Solution: open the dropdown.*$", re.M)
+# The dict the student's answers to the concept questions go into.
+CONCEPT_ANSWERS = "answers"
 
 
 @dataclass
@@ -89,6 +100,68 @@ class Question:
     rubric: str | None = None  # a written exercise's folded solution
     cases: int = 0
     solution_lines: list[str] = field(default_factory=list)
+    concept: dict | None = None  # a concept question: attnbook.grading.concepts.spec
+
+
+def concept_name(key: str) -> str:
+    """otter's question name of the concept question ``chapter/id``."""
+    return "concept_" + key.split("/", 1)[1].replace("-", "_")
+
+
+def read_concepts(chapter: str, wanted: set[str] | None) -> list[Question]:
+    """The chapter's concept questions (attnbook.quiz), all or those whose key is in
+    ``wanted``, as assignment questions worth one point each; none for a chapter
+    without a question file."""
+    from attnbook import quiz
+    from attnbook.grading import concepts
+
+    if chapter not in quiz.chapters():
+        return []
+    out = []
+    for q in quiz.load(chapter):
+        if wanted is not None and q.key not in wanted:
+            continue
+        data = concepts.spec(q)
+        lines = [
+            f"- **{quiz.LETTERS[i]}.** {' '.join(o.text.split())}" for i, o in enumerate(q.options)
+        ]
+        unit = f" (in {q.unit})" if q.unit else ""
+        prompt = f"**Concept question** ({concepts.POINTS} point){unit}.\n\n{q.prompt.strip()}"
+        if lines:
+            prompt += "\n\n" + "\n".join(lines)
+        answer = f'{concepts.ANSWERS}["{q.id}"] = {concepts.solution(data)}'
+        out.append(
+            Question(
+                ident=q.key,
+                name=concept_name(q.key),
+                stars=concepts.POINTS,
+                prompt=prompt,
+                solution=f"{concepts.how_to_answer(data)}\n{answer}  # SOLUTION",
+                solution_lines=[answer],
+                concept=data,
+            )
+        )
+    return out
+
+
+def concept_test(question: Question) -> str:
+    """The concept question's public test: the book's feedback on the student's answer."""
+    import pprint
+
+    data = pprint.pformat(question.concept, indent=1, width=88, sort_dicts=False)
+    data = data.replace("\n", "\n        ")
+    return (
+        "def test_concept(answers):\n"
+        f'    """Concept question {question.ident}: the book\'s feedback on your answer."""\n'
+        "    from attnbook.grading.concepts import verdict as concept_verdict\n\n"
+        "    right, why = concept_verdict(\n"
+        f'        "{question.ident}",\n'
+        "        answers,\n"
+        f"        {data},\n"
+        "    )\n"
+        "    assert right, why\n\n\n"
+        "test_concept(answers)"
+    )
 
 
 def question_name(ident: str) -> str:
@@ -279,20 +352,50 @@ def master(
         for c in chapter.cells
         if c.cell_type == "code" and "setup" in c.metadata.get("tags", [])
     ]
+    concepts = [q for q in questions if q.concept is not None]
+    questions = [q for q in questions if q.concept is None]
     total = sum(q.stars for q in questions)
+    intro = (
+        f"The exercises of the chapter, {len(questions)} questions worth {total} points "
+        "(one point per star). A checked exercise earns its points case by case: "
+        "`grader.check` runs the book's checker on your function and shows its report; "
+        "the grader also runs it on fresh inputs. Run the cells from the top, write "
+        "each answer in the cell under its question, and keep the function names."
+    )
+    if concepts:
+        intro = (
+            f"First the chapter's {len(concepts)} concept questions, one point each: "
+            f'write your answer in the cell under each, as `answers["..."] = "B"` (a letter '
+            'in quotes; all the right letters in one string, such as `"AC"`, where several '
+            "are right) or a number; `grader.check` shows the book's feedback on it. Then "
+            + intro[0].lower()
+            + intro[1:]
+        )
     cells = [
         new_raw_cell(assignment_config(path.stem)),
-        new_markdown_cell(
-            f"# {title}: exercises\n\n"
-            f"The exercises of the chapter, {len(questions)} questions worth {total} points "
-            "(one point per star). A checked exercise earns its points case by case: "
-            "`grader.check` runs the book's checker on your function and shows its report; "
-            "the grader also runs it on fresh inputs. Run the cells from the top, write "
-            "each answer in the cell under its question, and keep the function names."
-        ),
+        new_markdown_cell(f"# {title}: exercises\n\n{intro}"),
         new_code_cell(nbtools.install_cell_source(ref=ref)),
         *setup,
     ]
+    if concepts:
+        cells += [
+            new_markdown_cell("## Check your understanding"),
+            new_code_cell(f"{CONCEPT_ANSWERS} = {{}}  # your answers to the concept questions"),
+        ]
+    for q in concepts:
+        cells += [
+            new_raw_cell(f"# BEGIN QUESTION\nname: {q.name}\npoints: {q.stars}"),
+            new_markdown_cell(q.prompt),
+            new_raw_cell("# BEGIN SOLUTION"),
+            new_code_cell(q.solution),
+            new_raw_cell("# END SOLUTION"),
+            new_raw_cell("# BEGIN TESTS"),
+            new_code_cell(concept_test(q)),
+            new_raw_cell("# END TESTS"),
+            new_raw_cell("# END QUESTION"),
+        ]
+    if concepts and questions:
+        cells.append(new_markdown_cell("## Exercises"))
     for q in questions:
         if q.check is None:
             code = written_code(q)
@@ -350,9 +453,17 @@ def lock_entries(lock: Path = OTTER_LOCK) -> list[tuple[str, str, set[str]]]:
 
 def attnbook_dependencies(pyproject: Path = ROOT / "lib" / "pyproject.toml") -> set[str]:
     import tomllib
+    from packaging.requirements import Requirement
 
     declared = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    return {_normalise(re.match(r"[A-Za-z0-9_.-]+", d).group(0)) for d in declared}
+    # Those the grading's Python (3.11, as the assignment's config says) installs:
+    # tomli, for Python 3.10 only, is not among them.
+    wanted = [Requirement(d) for d in declared]
+    return {
+        _normalise(r.name)
+        for r in wanted
+        if r.marker is None or r.marker.evaluate({"python_version": "3.11"})
+    }
 
 
 def requirements(lock: Path = OTTER_LOCK) -> str:
@@ -390,6 +501,7 @@ def for_colab(path: Path, questions: list[Question]) -> None:
         c for c in nb.cells if c.cell_type == "code" and "Colab only: install" in c.source
     ]
     checked = {q.name: (q.check, q.answer) for q in questions if q.check}
+    checked.update({q.name: ("concept", q.ident) for q in questions if q.concept is not None})
     pairs = "".join(f"\n        {name!r}: {pair!r}," for name, pair in checked.items())
     init.source = (
         "# Initialize Otter. In Colab, where otter cannot run this notebook, the book's own\n"
@@ -550,8 +662,9 @@ def build(
     from tools.readers_edition import Converter
 
     seed = draw_seed() if seed is None else seed
-    questions = read_questions(path, wanted, Converter(book, path.stem), seed)
-    if not any(q.check for q in questions):
+    questions = read_concepts(path.stem, wanted)
+    questions += read_questions(path, wanted, Converter(book, path.stem), seed)
+    if not any(q.check or q.concept for q in questions):
         return None
     folder = out / path.stem
     shutil.rmtree(folder, ignore_errors=True)
@@ -583,7 +696,13 @@ def build(
     (folder / "questions.json").write_text(
         json.dumps(
             [
-                {"name": q.name, "exercise": q.ident, "points": q.stars, "checked": bool(q.check)}
+                {
+                    "name": q.name,
+                    "exercise": q.ident,
+                    "points": q.stars,
+                    "checked": bool(q.check or q.concept),
+                    **({"concept": True} if q.concept else {}),
+                }
                 for q in questions
             ],
             indent=1,
@@ -599,7 +718,9 @@ def build(
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("chapters", nargs="*", type=Path)
-    parser.add_argument("--exercises", default="", help="exercise ids, comma-separated")
+    parser.add_argument(
+        "--exercises", default="", help="exercise ids or concept question keys, comma-separated"
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--otter", default=str(ROOT / ".venv-otter" / "bin" / "otter"))
     parser.add_argument(
@@ -632,7 +753,8 @@ def main(argv: list[str]) -> int:
         got = {q["exercise"] for f in built for q in json.loads((f / "questions.json").read_text())}
         if wanted - got:
             raise SystemExit(
-                f"--exercises: no such checked chapter exercise {sorted(wanted - got)}"
+                f"--exercises: no such checked chapter exercise or concept question "
+                f"{sorted(wanted - got)}"
             )
     print(f"{len(built)} assignments in {args.out}")
     return 0

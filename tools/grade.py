@@ -27,7 +27,8 @@ the verdict still outside the students' processes, but each notebook then runs
 with your rights and can read and write what you can.
 
 **What to grade.** The checked questions, their points, checkers, answer
-functions, cases and the hidden seed are read from the autograder zip's tests
+functions, cases and the hidden seed, and the concept questions (their key and
+the book's feedback, attnbook.grading.concepts), are read from the autograder zip's tests
 (attnbook.grading.score.questions_from_zip), so an edited master rebuilt with
 ``otter assign`` is graded as it stands; questions.json adds the written
 questions (graded by hand), and a disagreement between the two is named.
@@ -131,7 +132,7 @@ def notebook_of(path: Path, scratch: Path) -> Path:
 def questions(folder: Path, zip_path: Path) -> tuple[list[dict], list, list[str]]:
     """The assignment's questions (for the columns and the feedback), the checked ones
     as the zip's tests grade them, and any disagreement with questions.json."""
-    from attnbook.grading.score import questions_from_zip
+    from attnbook.grading.score import Concept, questions_from_zip
 
     checked = questions_from_zip(zip_path)
     listed = []
@@ -153,6 +154,7 @@ def questions(folder: Path, zip_path: Path) -> tuple[list[dict], list, list[str]
             "exercise": next((x["exercise"] for x in listed if x["name"] == q.name), q.name),
             "points": q.points,
             "checked": True,
+            "concept": isinstance(q, Concept),
         }
         for q in checked
     ]
@@ -193,7 +195,8 @@ def feedback(assignment: str, graded, all_questions: list[dict]) -> str:
             out.append(f"{q['name']} (exercise {q['exercise']}): written, graded by hand")
             continue
         score = graded.scores.get(q["name"], 0.0)
-        out.append(f"{q['name']} (exercise {q['exercise']}): {score:.2f} of {_points(q['points'])}")
+        what = "concept question" if q.get("concept") else "exercise"
+        out.append(f"{q['name']} ({what} {q['exercise']}): {score:.2f} of {_points(q['points'])}")
         out += ["  " + line for line in graded.lines.get(q["name"], [])]
     return "\n".join(out) + "\n"
 

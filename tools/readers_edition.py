@@ -43,7 +43,8 @@ Markdown cell "**Figure N.** caption" right after its cell; solution cells
 form fold (``cellView: form``, with their ``# @title`` first line) and
 collapsed outputs; cells the website removes (tag ``remove-cell``: the
 install cell, hidden checks) stay, since they must run, but fold the same way
-under a title. Outputs are copied as stored. The output is deterministic:
+under a title, as do the concept questions' ``ask(...)`` cells (input hidden on
+the website). Outputs are copied as stored. The output is deterministic:
 writing twice changes nothing.
 """
 
@@ -281,6 +282,9 @@ class Converter:
                     if first_code
                     else "Check: the numbers in the text are what the code computes",
                 )
+            elif "remove-input" in tags and cell.source.startswith("ask("):
+                # a concept question (attnbook.quiz): the widget is the point, not the call
+                fold(cell, title="Check your understanding (run this cell to answer)")
             elif {"hide-input", "hide-cell", "remove-input"} & set(tags):
                 fold(cell, title="Code (folded, as on the website)")
             cells.append(cell)

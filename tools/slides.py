@@ -32,12 +32,22 @@ installed by ``npm ci`` from ``slides/package-lock.json``) and MathJax 3 (from t
 ``sphinx-mathjax-offline``). A deck's size is its HTML alone: everything it
 loads besides is in ``_static/``, shared by every deck and loaded once.
 ``_build/html/slides/build.json`` records each deck's size and build time.
+
+A deck is named after its chapter (``slides/NAME.ipynb`` for ``book/NAME``). When
+the chapter has a concept question marked ``deck = true``
+(``attnbook/questions/NAME.toml``, :mod:`attnbook.quiz`), the deck gets two
+Peer Instruction slides before its last one (:func:`concept_slides`): the
+question with its options lettered A, B, C... for a vote, then the revote
+slide, whose answer (the key, why it is right, and each wrong option's
+misconception) is one reveal.js fragment; the speaker notes hold every
+option's full feedback. A chapter with no question file yet gets none.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 import shutil
 import sys
 import time
@@ -192,6 +202,17 @@ STYLE = """
 .reveal .attnbook-deck-source { font-size: 0.6em; color: #555; }
 .reveal .attnbook-deck-credit { font-size: 0.5em; color: #555; margin-top: 3em; }
 .reveal table { font-size: 0.8em; }
+.reveal .attnbook-concept-prompt p { font-size: 0.9em; }
+.reveal ol.attnbook-concept-options { list-style: none; margin-left: 0; font-size: 0.85em; }
+.reveal .attnbook-concept-answer-slide ol.attnbook-concept-options { font-size: 0.72em; }
+.reveal .attnbook-concept-options li { margin: 0.35em 0; }
+.reveal .attnbook-concept-letter { font-weight: bold; color: #2a76dd; margin-right: 0.25em; }
+.reveal .attnbook-concept-vote { border-left: 6px solid #2a76dd; padding-left: 0.6em;
+  font-size: 0.8em; }
+.reveal .attnbook-concept-why { display: block; margin-left: 1.6em; color: #555; }
+.reveal .attnbook-concept-why.attnbook-concept-right { color: #1a6b32; }
+.reveal .attnbook-concept-key { font-size: 0.85em; }
+.reveal .attnbook-concept-answer-slide .attnbook-concept-prompt p { font-size: 0.72em; }
 """
 
 PAGE = """<!DOCTYPE html>
@@ -238,6 +259,146 @@ window.addEventListener("load", () => {{
 """
 
 
+# ----------------------------------------------------------------- concept test (issue 54)
+
+VOTE = "Vote, then discuss with your neighbour, then vote again."
+# Crouch & Mazur (2001): the revote after discussion; what to do with the first vote's result.
+PEER_INSTRUCTION_NOTES = (
+    "<p>Peer Instruction (Crouch &amp; Mazur, 2001): read the question aloud; one to two "
+    "minutes of silent thought, then everyone votes (hands, cards or a poll) without "
+    "discussing. If about 30&ndash;70&nbsp;% are right, ask them to convince their neighbour "
+    "(two to four minutes), then vote again on the next slide. Under about 30&nbsp;%, "
+    "revisit the idea before discussing; over about 70&nbsp;%, explain briefly and move on.</p>"
+)
+_SENTENCE_END = re.compile(r"[.?!][\"”’)]*(?=\s|$)")
+_ABBREVIATION = re.compile(r"(?:\be\.g|\bi\.e|\bcf|\bvs|\bet al|\bEq|\bFig)\.$")
+_RIGHT_WORD = re.compile(r"^(?:Right|Correct|Yes)[.!]\s+")
+_SPANS = re.compile(r"(`[^`]+`|\$[^$]+\$)")  # the quiz's inline code and maths
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
+
+
+def deck_question(name: str):
+    """The concept question of chapter ``name`` marked ``deck = true``
+    (:mod:`attnbook.quiz`), or None when the chapter has no question file yet or
+    marks none. A question file that breaks the format is an error here too."""
+    from attnbook import quiz
+
+    if name not in quiz.chapters():
+        return None
+    return next((q for q in quiz.load(name) if q.deck), None)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of the quiz's small Markdown (``attnbook.quiz``), bold and
+    italic dropped, maths and code kept as written (``$...$``, backticks): its first
+    paragraph up to the first '.', '?' or '!' that ends a sentence outside them.
+    (``attnbook.quiz.plain`` would turn the maths into Unicode text.)"""
+    paragraph = " ".join(re.split(r"\n\s*\n", text.strip())[0].split())
+    done = ""
+    for i, part in enumerate(_SPANS.split(paragraph)):
+        if i % 2 == 0:
+            part = _ITALIC.sub(r"\1", _BOLD.sub(r"\1", part))
+            for end in _SENTENCE_END.finditer(part):
+                if not _ABBREVIATION.search(done + part[: end.start() + 1]):
+                    return (done + part[: end.end()]).strip()
+        done += part
+    return done.strip()
+
+
+def _letter(i: int) -> str:
+    from attnbook.quiz import LETTERS
+
+    return f'<span class="attnbook-concept-letter">{LETTERS[i]}.</span>'
+
+
+def concept_slides(question) -> list[str]:
+    """The two Peer Instruction slides of ``question`` (an :class:`attnbook.quiz.Question`),
+    as ``<section>`` elements: the question for the vote, then the revote with the answer
+    as one fragment (the key, why it is right, one line per wrong option naming its
+    misconception). Maths as the quiz writes it, typeset by the deck's MathJax."""
+    from attnbook.quiz import LETTERS, key_text, markdown
+    from attnbook.quiz._html import inline
+
+    q = question
+
+    def one_line(text: str) -> str:
+        return inline(" ".join(text.split()))
+
+    prompt = f'<div class="attnbook-concept-prompt">{markdown(q.prompt)}</div>'
+    key = f"Answer: {one_line(key_text(q))}"
+    ask_notes = PEER_INSTRUCTION_NOTES + f"<p>Key: {one_line(key_text(q))}.</p>"
+    if q.kind == "predict":
+        ask_notes += f"<p>In the chapter, the reader then looks: {markdown(q.look)}</p>"
+    if q.kind == "numeric":
+        vote = "Write down your number, then discuss with your neighbour, then write again."
+        unit = f" {one_line(q.unit)}" if q.unit else ""
+        options = f'<p class="attnbook-concept-key">Your answer: ____{unit}</p>'
+        wrong = "".join(
+            f'<li><span class="attnbook-concept-letter">{w.value:g}:</span> '
+            f"{one_line(first_sentence(w.feedback))}</li>"
+            for w in q.wrong
+        )
+        answer = (
+            f'<div class="fragment attnbook-concept-answer" data-fragment-index="0">'
+            f'<p class="attnbook-concept-key"><strong>{key}</strong></p>'
+            f'<p class="attnbook-concept-why attnbook-concept-right">'
+            f"{one_line(q.feedback)}</p>"
+            f'<ol class="attnbook-concept-options">{wrong}</ol></div>'
+        )
+        answer_notes = (
+            f"<p><strong>{key}</strong></p>{markdown(q.feedback)}"
+            + "".join(
+                f"<p><strong>{w.value:g}</strong>:</p>{markdown(w.feedback)}" for w in q.wrong
+            )
+            + f"<p><strong>Any other number</strong>:</p>{markdown(q.otherwise)}"
+        )
+        revote = prompt
+    else:
+        vote = VOTE
+        items = [f"<li>{_letter(i)} {one_line(o.text)}</li>" for i, o in enumerate(q.options)]
+        options = f'<ol class="attnbook-concept-options">{"".join(items)}</ol>'
+        answered = []
+        for i, o in enumerate(q.options):
+            if o.correct:
+                why = _RIGHT_WORD.sub("", " ".join(o.feedback.split()))
+                line = (
+                    '<span class="fragment attnbook-concept-why attnbook-concept-right" '
+                    f'data-fragment-index="0"><strong>Right</strong>: {inline(why)}</span>'
+                )
+            else:
+                line = (
+                    '<span class="fragment attnbook-concept-why" data-fragment-index="0">'
+                    f"<strong>Misconception</strong>: {one_line(first_sentence(o.feedback))}</span>"
+                )
+            answered.append(
+                f'<li data-correct="{int(o.correct)}">{_letter(i)} {one_line(o.text)} {line}</li>'
+            )
+        answer = (
+            f'<p class="fragment attnbook-concept-key" data-fragment-index="0"><strong>{key}</strong></p>'
+            f'<ol class="attnbook-concept-options">{"".join(answered)}</ol>'
+        )
+        answer_notes = "".join(
+            f"<p><strong>{LETTERS[i]} ({'right' if o.correct else 'wrong'})</strong>:</p>"
+            f"{markdown(o.feedback)}"
+            for i, o in enumerate(q.options)
+        )
+        revote = ""
+    ask = (
+        f'<section class="attnbook-concept" data-concept="question" data-key="{html.escape(q.key)}">\n'
+        f"<h2>Concept test</h2>\n{prompt}\n{options}\n"
+        f'<p class="attnbook-concept-vote">{vote}</p>\n'
+        f'<aside class="notes">{ask_notes}</aside>\n</section>'
+    )
+    reveal = (
+        f'<section class="attnbook-concept attnbook-concept-answer-slide" data-concept="answer" '
+        f'data-key="{html.escape(q.key)}">\n'
+        f"<h2>Concept test: vote again, then the answer</h2>\n{revote}\n{answer}\n"
+        f'<aside class="notes">{answer_notes}</aside>\n</section>'
+    )
+    return [ask, reveal]
+
+
 def deck_html(nb, name: str) -> str:
     """The reveal.js page of an executed slide notebook."""
     slides = group_slides(nb, name)
@@ -251,6 +412,9 @@ def deck_html(nb, name: str) -> str:
         aside = f'<aside class="notes">{notes}</aside>' if notes else ""
         css = ' class="title-slide"' if number == 1 else ""
         sections.append(f"<section{css}>\n{body}\n{aside}\n</section>")
+    question = deck_question(name)
+    if question is not None:  # the concept test, before the last slide
+        sections[-1:-1] = concept_slides(question)
     title = nb.metadata.get("title") or name
     return PAGE.format(
         title=html.escape(title),
@@ -331,7 +495,7 @@ def build_deck(name: str, out: Path = OUT, executed: Path | None = None) -> dict
         raise ValueError(f"{target}: {size} bytes, over the budget of {MAX_DECK_BYTES} (1 MiB)")
     return {
         "html_bytes": size,
-        "slides": len(group_slides(nb, name)),
+        "slides": page.count("<section"),
         "html_seconds": round(time.perf_counter() - start, 1),
         "executed_by": "nbval (make test)" if reused else "tools.slides",
     }

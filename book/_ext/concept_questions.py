@@ -65,8 +65,8 @@ def chapter_title(name: str, root: Path = ROOT) -> str:
 
 
 def _item(text: str) -> str:
-    # One Markdown list item: the text on one line.
-    return " ".join(quiz.plain(text).split())
+    # One Markdown list item: the text (MyST, maths kept for MathJax) on one line.
+    return " ".join(text.split())
 
 
 def answers_markdown(root: Path = ROOT) -> str:

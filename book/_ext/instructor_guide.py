@@ -11,7 +11,9 @@ MyST text computed from
 - the explorers each notebook calls (``*_explorer(`` and ``*_live(``);
 - ``attnbook.checks.known_mistakes()``: every checker's known mistakes;
 - ``notebook_times.json`` beside this file (``python -m tools.time_notebooks``):
-  the CPU seconds each notebook took on a named machine.
+  the CPU seconds each notebook took on a named machine;
+- ``attnbook.quiz``: each chapter's concept questions (a chapter with no
+  question file yet is left out).
 
 It also adds guide_static/instructor-guide.css, which lets a long name in a
 list on this page break on a phone's narrow column.
@@ -232,6 +234,13 @@ def known_mistakes() -> dict[str, tuple[tuple[str, str], ...]]:
     return table()
 
 
+def concept_questions() -> dict[str, list]:
+    """chapter -> its concept questions (``attnbook.quiz``), for the chapters with a file."""
+    from attnbook import quiz
+
+    return {name: quiz.load(name) for name in quiz.chapters()}
+
+
 # ----------------------------------------------------------------- writing MyST
 
 
@@ -424,6 +433,91 @@ def parse_mistakes(markdown: str) -> dict[str, set[tuple[str, str]]]:
     return listed
 
 
+_SENTENCE_END = re.compile(r"[.?!][\"”’)]*(?=\s|$)")
+_ABBREVIATION = re.compile(r"(?:\be\.g|\bi\.e|\bcf|\bvs|\bet al|\bEq|\bFig)\.$")
+_SPANS = re.compile(r"(`[^`]+`|\$[^$]+\$)")  # the quiz's inline code and maths
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of the quiz's small Markdown (``attnbook.quiz``), bold and
+    italic dropped, maths and code kept as written (``$...$``, backticks): its first
+    paragraph up to the first '.', '?' or '!' that ends a sentence outside them.
+    (``attnbook.quiz.plain`` would turn the maths into Unicode text.)"""
+    paragraph = " ".join(re.split(r"\n\s*\n", text.strip())[0].split())
+    done = ""
+    for i, part in enumerate(_SPANS.split(paragraph)):
+        if i % 2 == 0:
+            part = _ITALIC.sub(r"\1", _BOLD.sub(r"\1", part))
+            for end in _SENTENCE_END.finditer(part):
+                if not _ABBREVIATION.search(done + part[: end.start() + 1]):
+                    return (done + part[: end.end()]).strip()
+        done += part
+    return done.strip()
+
+
+def _myst_inline(text: str) -> str:
+    """Plain text with ``$maths$`` and backtick code kept as MyST reads them, the rest escaped."""
+    return "".join(part if i % 2 else escape(part) for i, part in enumerate(_SPANS.split(text)))
+
+
+QUESTION_LINE = re.compile(
+    r"^- \*\*Question (\d+)\*\* \(([a-z]+)[^)]*\), after \{ref\}`([^`]+)`: (.*) "
+    r"Key: \*\*(.+)\*\*\.$"
+)
+
+
+def concept_list(found: list[Chapter], questions: dict[str, list]) -> str:
+    """Each chapter's concept questions, in reading order: number, kind, the idea (the
+    prompt's first sentence), the section it follows and the key (``attnbook.quiz.key_text``)."""
+    from attnbook.quiz import key_text
+
+    out = []
+    for chapter in found:
+        own = questions.get(chapter.name)
+        if not own:
+            continue
+        deck = next((i for i, q in enumerate(own, 1) if q.deck), None)
+        count = f"{len(own)} question{'s' * (len(own) != 1)}"
+        head = (
+            f"{count}; question {deck} is the deck's concept test."
+            if deck
+            else f"{count}; none is marked for the deck yet."
+        )
+        lines = [f"### {{doc}}`{chapter.title} <{chapter.name}>`\n", head, ""]
+        for number, q in enumerate(own, 1):
+            kind = q.kind + (", several answers" if q.multiple else "")
+            kind += ", in the deck" if q.deck else ""
+            lines.append(
+                f"- **Question {number}** ({kind}), after {{ref}}`{q.section.split('#')[1]}`: "
+                f"{_myst_inline(first_sentence(q.prompt))} Key: **{escape(key_text(q))}**."
+            )
+        out.append("\n".join(lines) + "\n")
+    if not out:
+        return "No chapter has concept questions yet.\n"
+    return "\n".join(out)
+
+
+def parse_concept_list(markdown: str) -> dict[str, list[tuple[int, str, str, str]]]:
+    """The concept questions a generated page lists, read back:
+    chapter -> [(number, kind, section label, key)]."""
+    listed: dict[str, list[tuple[int, str, str, str]]] = {}
+    chapter = None
+    for line in markdown.splitlines():
+        head = re.match(r"^### \{doc\}`.+ <([a-z0-9-]+)>`$", line)
+        if head:
+            chapter = head.group(1)
+            continue
+        item = QUESTION_LINE.match(line)
+        if item and chapter:
+            number, kind, label, _idea, key = item.groups()
+            listed.setdefault(chapter, []).append((int(number), kind, label, unescape(key)))
+        elif line.startswith("#"):
+            chapter = None
+    return listed
+
+
 def numbers(found: list[Chapter], table: dict, times: dict, root: Path = ROOT) -> dict[str, str]:
     machine = times["machine"]
     config = yaml.safe_load((root / "_config.yml").read_text())
@@ -463,6 +557,7 @@ def fill(
         "chapter-tables": lambda: chapter_tables(found, times, decks or set()),
         "course-plans": lambda: course_plans(found, times),
         "common-mistakes": lambda: common_mistakes(found, table),
+        "concept-questions": lambda: concept_list(found, concept_questions()),
     }
     values = numbers(found, table, times, root)
 

@@ -358,6 +358,11 @@ def alignment_summary(weights: torch.Tensor, batch: Seq2SeqBatch) -> dict[str, f
         in the formats that spell it;
         ``weekday_mass``: the weight mass on the weekday word, averaged over the
         output rows of the weekday format.
+
+    A statistic about a format the batch does not hold (``century_on_tens``
+    without a numeric date, ``month_on_name`` without a spelled month,
+    ``weekday_mass`` without a weekday) has nothing to count and is NaN, so
+    that one call serves any mix of formats; the others are always numbers.
     """
     if not isinstance(batch, Seq2SeqBatch) or batch.texts is None:
         raise TypeError("batch must be a Seq2SeqBatch of dates (with texts and formats)")

@@ -92,8 +92,8 @@ def distance_correlation(similarity: torch.Tensor, distance: str = "straight") -
     in patches) or ``"city block"`` (rows apart plus columns apart). Near -1:
     the nearer two patches, the more alike their positions (the pattern of the
     ViT paper's Fig. 7); near 0: no relation; positive: neighbours less alike.
-    NaN when every pair has the same similarity (nothing to rank), as
-    :func:`attnbook.explain.spearman` gives for a constant row.
+    A ``similarity`` that is the same for every pair (a model whose position
+    vectors are all alike) leaves nothing to rank: a ``ValueError``, not NaN.
     """
     _validate.tensor("similarity", similarity, ndim=4, floating=True)
     _validate.no_nan("similarity", similarity)
@@ -112,7 +112,13 @@ def distance_correlation(similarity: torch.Tensor, distance: str = "straight") -
     apart = dr.abs() + dc.abs() if distance == "city block" else dr.hypot(dc)
     i, j = torch.triu_indices(g * g, g * g, 1, device=similarity.device)  # each pair once
     flat = similarity.reshape(g * g, g * g).double()
-    return float(spearman(flat[i, j][None], apart[i, j][None])[0])
+    pairs = flat[i, j]
+    if bool((pairs == pairs[0]).all()):
+        raise ValueError(
+            f"similarity is {float(pairs[0]):g} for every pair of patches: nothing to rank "
+            "against the distance (are all the position vectors alike?)"
+        )
+    return float(spearman(pairs[None], apart[i, j][None])[0])
 
 
 def _check_data(data: object) -> DigitsSplit:

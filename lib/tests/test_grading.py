@@ -98,8 +98,11 @@ ATTACKS = {
         "builtins.isinstance = lambda *a: True"
     ),
     "the worker's answers forged": (
-        "import attnbook.grading.worker as w\n"
-        "w.call = lambda m, ns, g: {'value': {'$opaque': 'bool', 'repr': 'True'}, 'args': []}"
+        # the worker runs as __main__ (patching attnbook.grading.worker, a second
+        # copy, would change nothing); its answers still come back as data
+        "import sys\n"
+        "sys.modules['__main__'].call = lambda m, ns, g: "
+        "{'value': {'$opaque': 'bool', 'repr': 'True'}, 'args': []}"
     ),
 }
 
@@ -306,3 +309,140 @@ def test_a_forbidden_shortcut_is_refused_through_the_grader(tmp_path, cell):
         report = check_masked_softmax(submission.function("masked_softmax_renorm"))
     assert not any(line.lstrip().startswith("ok") for line in report.lines)
     assert report.mistake.startswith("refused"), repr(report)
+
+
+# Concept questions (attnbook.grading.concepts): a fixture chapter, parsed here.
+CONCEPT_TOML = """
+[[question]]
+id = "variance-grows"
+kind = "choice"
+section = "sec-why-sqrt-d"
+prompt = "How does the variance of q·k change when d doubles?"
+[[question.option]]
+text = "It doubles."
+correct = true
+feedback = "Each of the d products adds variance 1."
+[[question.option]]
+text = "It stays the same."
+feedback = "That is after the 1/√d scale."
+[[question.option]]
+text = "It quadruples."
+feedback = "That would be the square of the scale."
+
+[[question]]
+id = "far-weight"
+kind = "numeric"
+section = "sec-why-sqrt-d"
+prompt = "Softmax of [0, ln 3]: the weight of the first key?"
+answer = 0.25
+tolerance = 0.005
+feedback = "1/(1+3)."
+otherwise = "Exponentiate, then normalise."
+[[question.wrong]]
+value = 0.75
+feedback = "That is the other key's weight."
+
+[[question]]
+id = "which-mask"
+kind = "predict"
+section = "sec-why-sqrt-d"
+prompt = "Which positions does the mask hide? Select all that apply."
+look = "Move the slider."
+multiple = true
+[[question.option]]
+text = "The padding"
+correct = true
+feedback = "Padding is never attended to."
+[[question.option]]
+text = "The future"
+correct = true
+feedback = "A causal mask hides later positions."
+[[question.option]]
+text = "The query itself"
+feedback = "The diagonal stays: a position attends to itself."
+"""
+
+
+def concept_questions() -> list[score.Concept]:
+    from attnbook.grading import concepts
+    from attnbook.quiz import parse
+
+    return [
+        score.Concept(f"concept_{q.id}", 1.0, q.key, concepts.spec(q))
+        for q in parse("fixture-chapter", CONCEPT_TOML)
+    ]
+
+
+def concept_notebook(tmp_path, *lines: str, name: str = "concepts"):
+    return notebook(tmp_path, "answers = {}", *lines, name=name)
+
+
+def test_concept_answers_are_judged_in_the_grader_with_the_books_feedback(tmp_path):
+    """The answers come back from the worker as data: a letter, a set of letters, a
+    number; right ones earn the point, wrong ones nothing and the option's feedback."""
+    questions = [*concept_questions(), QUESTIONS[0]]
+    right = concept_notebook(
+        tmp_path,
+        'answers["variance-grows"] = "a"',
+        'answers["far-weight"] = "1/4"',
+        'answers["which-mask"] = {"A", "B"}',
+        RIGHT,
+    )
+    graded = score.grade_notebook(right, questions, timeout=60)
+    assert graded.status == "graded", graded.reason
+    assert graded.scores == {
+        "concept_variance-grows": 1.0,
+        "concept_far-weight": 1.0,
+        "concept_which-mask": 1.0,
+        "causal_lengths": 1.0,
+    }
+    wrong = concept_notebook(
+        tmp_path,
+        'answers["variance-grows"] = "C"',
+        'answers["far-weight"] = 0.75',
+        'answers["which-mask"] = "A, C"',
+        name="wrong",
+    )
+    graded = score.grade_notebook(wrong, questions, timeout=60)
+    assert graded.scores["concept_variance-grows"] == 0.0
+    assert graded.scores["concept_far-weight"] == graded.scores["concept_which-mask"] == 0.0
+    lines = graded.lines
+    assert "C: not right. That would be the square of the scale." in lines["concept_variance-grows"]
+    assert lines["concept_far-weight"][0] == "Not quite. That is the other key's weight."
+    assert (
+        "C: not right. The diagonal stays: a position attends to itself."
+        in (lines["concept_which-mask"])
+    )
+    assert lines["concept_far-weight"][1].endswith("fixture-chapter.html#sec-why-sqrt-d")
+
+
+LIES = {
+    "a str and a float whose == always says yes": (
+        "class A(str):\n    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = str.__hash__\n"
+        "class F(float):\n    def __eq__(self, other):\n        return True\n"
+        "    def __sub__(self, other):\n        return 0.0\n"
+        "    __hash__ = float.__hash__\n"
+        "answers['variance-grows'] = A('Z')\nanswers['far-weight'] = F(9)"
+    ),
+    "the worker's answers forged": (
+        "import sys\n"  # the worker runs as __main__
+        "sys.modules['__main__'].values = lambda m, ns: {\n"
+        "    'value': {k: {'$opaque': 'str', 'repr': 'A'} for k in m['keys']}\n"
+        "}"
+    ),
+    "the judge patched": (
+        "import attnbook.grading.concepts as c\nc.judge = lambda *a: (True, [])\n"
+        "c._is = lambda *a: True\nanswers['variance-grows'] = 'C'\nanswers['far-weight'] = 9"
+    ),
+}
+
+
+@pytest.mark.parametrize("lie", list(LIES))
+def test_a_lying_answer_earns_nothing(tmp_path, lie):
+    graded = score.grade_notebook(
+        concept_notebook(tmp_path, LIES[lie]), concept_questions(), timeout=60
+    )
+    assert graded.status == "graded", graded.reason
+    assert graded.scores["concept_variance-grows"] == 0.0, graded.lines
+    assert graded.scores["concept_far-weight"] == 0.0, graded.lines

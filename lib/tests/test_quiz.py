@@ -71,13 +71,26 @@ def parse(text=GOOD):
 
 
 def test_a_good_file_reads_with_every_field():
-    grows, weight, look = parse()
-    assert grows.key == "chap/grows" and grows.right == (0,) and grows.deck
-    assert grows.options[1].reread == "other-page#sec-b"
-    assert grows.options[2].reread == "chap#sec-a"  # defaults to the question's section
+    grows, weight, look = parse(GOOD.replace('id = "look"', 'id = "look"\nordered = true'))
+    by_text = {o.text: o for o in grows.options}
+    assert grows.key == "chap/grows" and grows.deck
+    assert [grows.options[i].text for i in grows.right] == ["Each of the d products adds variance."]
+    assert by_text["Because the softmax sharpens."].reread == "other-page#sec-b"
+    # the reread defaults to the question's section
+    assert by_text["Because of the scale `1/√d`."].reread == "chap#sec-a"
     assert weight.answer == 0.25 and weight.wrong[0].tolerance == 0.005
-    assert look.right == (0, 1) and look.look.startswith("Move")
+    assert look.right == (0, 1) and look.look.startswith("Move")  # ordered: the file's order
     assert quiz.key_text(weight) == "0.25 (± 0.005)" and quiz.key_text(look) == "A, B"
+
+
+def test_options_are_shuffled_by_key_alone_unless_ordered():
+    texts = [f"option {i}" for i in range(4)]
+    once = quiz._data.shuffled(texts, "chap/q")
+    assert once == quiz._data.shuffled(texts, "chap/q") and sorted(once) == texts
+    # Over many questions the right option (written first) lands anywhere.
+    firsts = [quiz._data.shuffled(texts, f"chap/q{i}").index("option 0") for i in range(400)]
+    assert all(70 <= firsts.count(p) <= 130 for p in range(4)), [firsts.count(p) for p in range(4)]
+    assert parse(GOOD.replace('id = "look"', 'id = "look"\nordered = true'))[2].right == (0, 1)
 
 
 BREAKS = [
@@ -108,6 +121,12 @@ BREAKS = [
     ('kind = "numeric"', 'kind = "numeric"\ndeck = true', "at most one allowed"),
     ('kind = "choice"', 'kind = "choice"\nanswer = 1', "has no answer"),
     ("tolerance = 0.005", "tolerance = -1", "tolerance must be >= 0"),
+    (
+        'feedback = "That is a consequence',
+        'feedback = "Unlike option B, that is a consequence',
+        "by letter",
+    ),
+    ('kind = "choice"', 'kind = "choice"\nordered = 1', "ordered must be true or false"),
     ('text = "the third"', 'text = "the third"\ncorrect = true', "1 to 2 right options"),
     (
         'correct = true\nfeedback = "a"',
@@ -221,3 +240,11 @@ def test_unknown_chapter_is_named():
         quiz.load("no-such-chapter")
     with pytest.raises(ValueError, match="chapter must be"):
         quiz.load("../etc")
+
+
+def test_plain_text_makes_tex_readable_like_the_script():
+    # The same cases as tests/live/quiz.test.mjs's readableTex.
+    assert quiz.plain(r"$\mathbf q^\top \mathbf k / \sqrt{d}$") == "qᵀ k / √d"
+    assert quiz.plain(r"$\frac{1}{\sqrt{d}}$") == "(1)/(√d)"
+    assert quiz.plain(r"$a \le b \cdot c \to \infty$") == "a ≤ b · c → ∞"
+    assert quiz.plain(r"**Big** $\mathrm{softmax}(x)_i$") == "Big softmax(x)_i"

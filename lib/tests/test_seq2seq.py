@@ -261,6 +261,15 @@ def test_alignment_summary_by_hand():
     assert stats["weekday_mass"] == 2 / 10  # the two hyphen rows sit on "W"
 
 
+def test_alignment_summary_is_nan_only_for_a_format_the_batch_lacks():
+    # Documented: a statistic about a format that is not in the batch has
+    # nothing to count (NaN); every other statistic stays a number.
+    batch = encode_dates([DAY, DAY], ["weekday", "weekday"])
+    stats = alignment_summary(torch.full((2, 10, 21), 1 / 21), batch)
+    assert math.isnan(stats["century_on_tens"])
+    assert not any(math.isnan(v) for k, v in stats.items() if k != "century_on_tens")
+
+
 def test_anti_diagonal():
     weights = torch.eye(4).flip(1).expand(2, 4, 4).clone()
     assert anti_diagonal(weights) == 1.0

@@ -148,3 +148,13 @@ def test_the_other_maps_are_the_first_block_and_single_heads():
         one = explain.spearman(last[:, h, 0, 1:], truth)  # one head: no averaging to undo
         assert math.isclose(out[f"zero: raw attention, head {h}"], float(one.mean()))
     assert len(out) == 5
+
+
+def test_distance_correlation_refuses_a_constant_similarity():
+    # Nothing to rank: refused (it used to return NaN, issue 53's fuzz).
+    with pytest.raises(ValueError, match=r"similarity is 0.5 for every pair of patches"):
+        vit_study.distance_correlation(torch.full((3, 3, 3, 3), 0.5))
+    # One pair different is enough to rank.
+    s = torch.full((3, 3, 3, 3), 0.5)
+    s[0, 0, 0, 1] = s[0, 1, 0, 0] = 0.9
+    assert vit_study.distance_correlation(s) < 0

@@ -3,7 +3,7 @@
 // Chromium on the built site (tests/test_concept_questions_browser.py).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseNumber } from "../../lib/attnbook/quiz/quiz.js";
+import { parseNumber, readableTex } from "../../lib/attnbook/quiz/quiz.js";
 
 test("a reader's number is read in the forms people type", () => {
   assert.equal(parseNumber("0.25"), 0.25);
@@ -20,4 +20,11 @@ test("what is not a number is refused, not read as 0", () => {
   for (const text of ["", "abc", "1/0", "0.2.5", "--1", "1,000,000", "two"]) {
     assert.equal(parseNumber(text), null, text);
   }
+});
+
+test("TeX reads as Unicode where no MathJax is at hand", () => {
+  assert.equal(readableTex(String.raw`\mathbf q^\top \mathbf k / \sqrt{d}`), "qᵀ k / √d");
+  assert.equal(readableTex(String.raw`\frac{1}{\sqrt{d}}`), "(1)/(√d)");
+  assert.equal(readableTex(String.raw`a \le b \cdot c \to \infty`), "a ≤ b · c → ∞");
+  assert.equal(readableTex(String.raw`\mathrm{softmax}(x)_i`), "softmax(x)_i");
 });

@@ -6,8 +6,9 @@ on memory and time). The grader's process calls the student's functions through
 proxies (:mod:`.remote`): arguments go out and results come back as data
 (:mod:`.wire`: JSON and raw tensor bytes, never pickle). The checkers of
 :mod:`attnbook.checks` run in the grader's process on those proxies, and
-:mod:`.score` turns their reports into points. Nothing the student wrote is
-imported or run where the grade is decided.
+:mod:`.score` turns their reports into points. The answers to the concept
+questions come back as data too, and :mod:`.concepts` judges them here. Nothing
+the student wrote is imported or run where the grade is decided.
 
 ``make grade`` (tools/grade.py) and the autograder zip's ``run_autograder`` both
 grade this way.
@@ -15,7 +16,7 @@ grade this way.
 
 from importlib import import_module
 
-__all__ = ["colab", "gradescope", "remote", "sandbox", "score", "wire", "worker"]
+__all__ = ["colab", "concepts", "gradescope", "remote", "sandbox", "score", "wire", "worker"]
 
 
 def __getattr__(name: str):

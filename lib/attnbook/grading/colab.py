@@ -6,7 +6,8 @@ fail. ``make assignments`` therefore writes the student notebook's first cell so
 that, in Colab only, it installs attnbook and makes ``grader`` a
 :class:`Notebook` of this module instead: ``grader.check("question")`` runs the
 question's checker on the student's function with the book's cases (the same
-report as the public tests otter shows elsewhere), and ``grader.export()`` says
+report as the public tests otter shows elsewhere; for a concept question, the
+book's feedback on the answer), and ``grader.export()`` says
 how to hand the notebook in (File, Download, Download .ipynb; ``make grade``
 takes the notebook as it is). Outside Colab the cell starts otter as before.
 
@@ -20,6 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attnbook.checks import report_for
+
+from .concepts import ANSWERS
+
+#: The "checker" of a concept question in :class:`Notebook`'s table.
+CONCEPT = "concept"
 
 HAND_IN = (
     "To hand in this notebook from Colab: save it (File, Save), then download it "
@@ -40,9 +46,34 @@ class Missing:
         )
 
 
+class Advice:
+    """What ``check`` shows for a concept question: the book's feedback."""
+
+    def __init__(self, right: bool, message: str):
+        self.passed, self.message = right, message
+
+    def __repr__(self) -> str:
+        return self.message
+
+
+def concept_check(key: str, answers) -> Advice:
+    """The book's feedback on ``answers[id]`` for the concept question ``key``."""
+    from attnbook.quiz import find
+
+    from .concepts import spec, verdict
+
+    try:
+        data = spec(find(key))
+    except ValueError as err:  # this attnbook has no such question
+        return Advice(False, f"{key}: cannot check here ({err})")
+    right, why = verdict(key, answers, data)
+    return Advice(right, f"{key}: right." if right else why)
+
+
 class Notebook:
     """``grader`` in Colab: ``questions`` maps each checked question's name to its
-    checker's name and the answer function's name."""
+    checker's name and the answer function's name, and each concept question's
+    name to ``("concept", KEY)``."""
 
     def __init__(self, questions: dict[str, tuple[str, str]]):
         if not isinstance(questions, dict):
@@ -58,6 +89,8 @@ class Notebook:
             import __main__  # the notebook's namespace, in IPython and Colab
 
             global_env = vars(__main__)
+        if check == CONCEPT:  # a concept question: answer is its key, judged as the book does
+            return concept_check(answer, global_env.get(ANSWERS))
         fn: Callable | None = global_env.get(answer)
         if not callable(fn):
             return Missing(question, answer)

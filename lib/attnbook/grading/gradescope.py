@@ -40,7 +40,9 @@ fields. What students see, per checked question:
   checker's report of the first failing case, as ``grader.check`` shows it in
   the notebook;
 - "QUESTION: fresh cases" (``after_published``): its share and how many passed,
-  never their inputs or reports.
+  never their inputs or reports;
+- for a concept question, "QUESTION: concept question KEY" (``visible``): its
+  point or none, and the book's feedback on the answer given.
 
 The specification says that while tests are hidden from students they cannot
 see their total score: so the total shows once the grades are published.
@@ -217,6 +219,19 @@ def results_of(
     for i, q in enumerate(questions, 1):
         counts = graded.counts.get(q.name, {})
         lines = graded.lines.get(q.name, [])
+        if isinstance(q, score.Concept):  # one visible test: the answer and the book's feedback
+            tests.append(
+                {
+                    "name": f"{q.name}: concept question {q.key}",
+                    "number": f"{i}.1",
+                    "score": _round(graded.scores.get(q.name, 0.0)),
+                    "max_score": _round(q.points),
+                    "output": "\n".join(lines),
+                    "visibility": "visible",
+                }
+            )
+            teacher += [f"{q.name}: {_points(graded.scores.get(q.name, 0))} of {_points(q.points)}"]
+            continue
         (book, book_n), (fresh, fresh_n) = counts.get("book", (0, 0)), counts.get("fresh", (0, 0))
         cases = book_n + fresh_n
         share = q.points / cases if cases else 0.0

@@ -261,6 +261,26 @@ class Submission:
             self._described.update(answer["value"])
         return {n: self._described.get(n, {"defined": False}) for n in names}
 
+    def values(self, name: str, keys: list[str]) -> tuple[dict[str, Any], str]:
+        """The entries ``keys`` of the notebook's dict ``name``, decoded as data (an entry
+        the dict lacks is absent), and, when there is no such dict, why."""
+        try:
+            answer = self.request({"op": "values", "name": name, "keys": list(keys)})
+        except _Gone as err:
+            raise GradingError(f"the notebook's process stopped: {err}") from None
+        found = answer.get("value")
+        if "failed" in answer or not isinstance(found, dict):
+            kind = answer.get("kind") if isinstance(answer.get("kind"), str) else "missing"
+            return {}, f"{name} is not a dict (it is {kind!r})"
+        out = {}
+        for key in keys:
+            if key in found:
+                try:
+                    out[key] = wire.decode(found[key])
+                except wire.WireError as err:
+                    out[key] = wire.Opaque("unreadable", str(err))
+        return out, ""
+
     def function(self, name: str) -> Any:
         """A proxy for the notebook's function ``name``, or None when it defines none."""
         try:

@@ -3,13 +3,16 @@
 :func:`questions_from_zip` reads what to grade from the autograder zip that
 ``make assignments`` builds (its ``tests/*.py``, parsed, never run): each
 checked question's points, checker, answer function, number of cases, and the
-seeds of its cases (0, the book's; the hidden seed, drawn per build). So an
+seeds of its cases (0, the book's; the hidden seed, drawn per build); each
+concept question's points, key and its judging data (:mod:`.concepts`). So an
 edited master rebuilt with ``otter assign`` is graded as it now stands.
 
 :func:`grade_notebook` runs the notebook in a worker (:mod:`.remote`), asks each
 checker about the worker's functions under each seed, and returns a
 :class:`Graded`: points per question (a question's points shared evenly among
-its cases, as in the autograder's tests), the feedback lines, and a status,
+its cases, as in the autograder's tests; a concept question's points for the
+right answer, fetched from the worker as data and judged here), the feedback
+lines, and a status,
 ``graded`` or ``error`` with the reason. An error is the grading's failure (the
 notebook's process cannot start, the submission ran past its time limit, the
 autograder does not match this attnbook): the grader reports it, never a zero.
@@ -23,7 +26,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import remote
+from . import concepts, remote
+from .concepts import ANSWERS
 
 #: Seconds per submission, all questions together.
 TIMEOUT = 120.0
@@ -36,6 +40,20 @@ class Question:
     check: str
     answer: str
     cases: dict[int, int]  # seed -> how many cases of that seed the tests hold
+
+
+@dataclass
+class Concept:
+    """A concept question of the assignment (:mod:`.concepts`)."""
+
+    name: str
+    points: float
+    key: str  # "chapter/id"; the student's answer is answers["id"]
+    data: dict  # concepts.spec(question), as the test embeds it
+
+    @property
+    def id(self) -> str:
+        return self.key.split("/", 1)[1]
 
 
 @dataclass
@@ -61,7 +79,32 @@ def _literal(node: ast.AST):
         return None
 
 
-def question_from_test(source: str, filename: str = "test") -> Question:
+def _concept(tree: ast.AST, name, points, filename: str) -> Concept | None:
+    """The concept question a test file judges (a ``concept_verdict(key, answers, data)``
+    call), if any."""
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "concept_verdict"
+    ]
+    if not calls:
+        return None
+    if len(calls) != 1 or len(calls[0].args) != 3:
+        raise ValueError(f"{filename}: one concept_verdict(key, answers, data) call expected")
+    key, data = _literal(calls[0].args[0]), _literal(calls[0].args[2])
+    if not isinstance(key, str) or key.count("/") != 1 or not isinstance(data, dict):
+        raise ValueError(f"{filename}: concept_verdict without its key and data")
+    if data.get("key") != key:
+        raise ValueError(f"{filename}: the concept question's data is not {key}'s")
+    problem = concepts.problem(data)
+    if problem:
+        raise ValueError(f"{filename}: the data of {key}: {problem}")
+    if not isinstance(name, str) or not isinstance(points, (int, float)):
+        raise ValueError(f"{filename}: not a test file of make assignments (no name or points)")
+    return Concept(name, float(points), key, data)
+
+
+def question_from_test(source: str, filename: str = "test") -> Question | Concept:
     """The question an otter test file of ``make assignments`` grades (read, not run)."""
     tree = ast.parse(source, filename)
     name = points = check = answer = None
@@ -73,6 +116,9 @@ def question_from_test(source: str, filename: str = "test") -> Question:
                 name = _literal(node.value)
             if isinstance(target, ast.Name) and target.id == "points":
                 points = _literal(node.value)
+    concept = _concept(tree, name, points, filename)
+    if concept is not None:
+        return concept
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "case_verdict"):
             continue
@@ -99,8 +145,8 @@ def question_from_test(source: str, filename: str = "test") -> Question:
     )
 
 
-def questions_from_zip(path: Path) -> list[Question]:
-    """The checked questions the autograder zip's tests grade."""
+def questions_from_zip(path: Path) -> list[Question | Concept]:
+    """The checked questions and concept questions the autograder zip's tests grade."""
     with zipfile.ZipFile(path) as archive:
         names = sorted(
             n for n in archive.namelist() if n.startswith("tests/") and n.endswith(".py")
@@ -110,8 +156,8 @@ def questions_from_zip(path: Path) -> list[Question]:
         ]
 
 
-def questions_from_folder(tests: Path) -> list[Question]:
-    """The checked questions of an unpacked autograder zip's ``tests/`` folder
+def questions_from_folder(tests: Path) -> list[Question | Concept]:
+    """The checked and concept questions of an unpacked autograder zip's ``tests/`` folder
     (on Gradescope, ``/autograder/source/tests``)."""
     return [
         question_from_test(path.read_text(encoding="utf-8"), f"tests/{path.name}")
@@ -119,8 +165,8 @@ def questions_from_folder(tests: Path) -> list[Question]:
     ]
 
 
-def hidden_seeds(questions: list[Question]) -> set[int]:
-    return {s for q in questions for s in q.cases if s != 0}
+def hidden_seeds(questions: list[Question | Concept]) -> set[int]:
+    return {s for q in questions if isinstance(q, Question) for s in q.cases if s != 0}
 
 
 def _passed(report) -> int:
@@ -174,9 +220,22 @@ def grade_question(
     return question.points * passed / total if total else 0.0, lines
 
 
+def grade_concept(
+    question: Concept, replies: dict, why: str, counts: dict
+) -> tuple[float, list[str]]:
+    """A concept question's points and the book's feedback, judged here on the answer
+    the worker sent as data (``replies``: id -> value; ``why``: no answers dict)."""
+    if why:
+        right, lines = False, [f"not answered: {why}; answer in the cells that set {ANSWERS}[...]"]
+    else:
+        right, lines = concepts.judge(question.data, replies.get(question.id))
+    counts.update(book=(int(right), 1), fresh=(0, 0), failure=None if right else "book")
+    return (question.points if right else 0.0), lines
+
+
 def grade_notebook(
     notebook: Path,
-    questions: list[Question],
+    questions: list[Question | Concept],
     *,
     name: str | None = None,
     sandboxed: bool = True,
@@ -195,7 +254,15 @@ def grade_notebook(
     try:
         submission.start()
         graded.cell_errors = submission.cell_errors
+        concepts = [q for q in questions if isinstance(q, Concept)]
+        if concepts:
+            replies, why = submission.values(ANSWERS, [q.id for q in concepts])
         for question in questions:
+            if isinstance(question, Concept):
+                graded.scores[question.name], graded.lines[question.name] = grade_concept(
+                    question, replies, why, graded.counts.setdefault(question.name, {})
+                )
+                continue
             fn = submission.function(question.answer)
             counts = graded.counts.setdefault(question.name, {})
             graded.scores[question.name], graded.lines[question.name] = grade_question(

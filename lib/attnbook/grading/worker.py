@@ -17,7 +17,9 @@ its standard input, writing the answers to what was its standard output:
   the grader sees an in-place edit);
 - ``{"op": "backward", "call": N, "grad": tensor}``: the gradient of call N's
   result, given the upstream gradient, with respect to each argument that was
-  sent as requiring gradients.
+  sent as requiring gradients;
+- ``{"op": "values", "name": "answers", "keys": [...]}``: the entries of the
+  notebook's dict ``answers`` (the concept questions' answers), as data.
 
 Everything the student's code prints goes to standard error. Nothing here
 decides a grade: the grader reads these answers as data and judges them itself,
@@ -195,6 +197,25 @@ def call(message: dict, namespace: dict, graphs: dict) -> dict:
     return answer
 
 
+def values(message: dict, namespace: dict) -> dict:
+    """The entries ``keys`` of the notebook's dict ``name``: each as data, or absent."""
+    from .concepts import answer_of
+
+    holder = namespace.get(message.get("name"))
+    if not isinstance(holder, dict):
+        return {"value": None, "kind": type(holder).__name__}
+    out = {}
+    for key in message.get("keys") or []:
+        if not isinstance(key, str):
+            continue
+        try:
+            if key in holder:
+                out[key] = wire.encode(answer_of(holder[key]))
+        except BaseException as err:  # the student's dict or value may raise anything
+            out[key] = wire.encode(err)
+    return {"value": out}
+
+
 def backward(message: dict, graphs: dict) -> dict:
     import torch
 
@@ -237,6 +258,8 @@ def serve(notebook: str) -> None:
                 answer = call(message, namespace, graphs)
             elif op == "backward":
                 answer = backward(message, graphs)
+            elif op == "values":
+                answer = values(message, namespace)
             else:
                 raise wire.WireError(f"unknown op {op!r}")
         except BaseException as err:  # never let the loop die on one request

@@ -9,6 +9,7 @@ reader clicks.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -118,8 +119,23 @@ def _number(value, where: str, name: str) -> float:
 
 _KNOWN = {
     "id", "kind", "section", "prompt", "option", "multiple", "look", "answer", "tolerance",
-    "unit", "feedback", "otherwise", "wrong", "deck", "values",
+    "unit", "feedback", "otherwise", "wrong", "deck", "values", "ordered",
 }  # fmt: skip
+
+
+def shuffled(options: list, key: str) -> list:
+    """``options`` in an order fixed by ``key`` alone (SHA-256, Fisher-Yates).
+
+    A writer tends to put the right option first; readers learn that. Every
+    surface (page, notebook, PDF, decks, assignments) reads the questions
+    through :func:`parse`, so the letters agree everywhere, on every machine.
+    """
+    out = list(options)
+    digest = hashlib.sha256(key.encode()).digest()
+    for i in range(len(out) - 1, 0, -1):
+        j = int.from_bytes(digest[2 * i : 2 * i + 2], "big") % (i + 1)
+        out[i], out[j] = out[j], out[i]
+    return out
 
 
 def _question(chapter: str, table: dict, index: int) -> Question:
@@ -220,6 +236,11 @@ def _question(chapter: str, table: dict, index: int) -> Question:
         raise _fail(where, f"a single-answer question needs exactly one right option, has {right}")
     if multiple and not 1 <= right < len(options):
         raise _fail(where, f"a several-answer question needs 1 to {len(options) - 1} right options")
+    ordered = table.get("ordered", False)
+    if not isinstance(ordered, bool):
+        raise _fail(where, f"ordered must be true or false, got {ordered!r}")
+    if not ordered:  # options with no natural order are shown in a fixed shuffle
+        options = shuffled(options, f"{chapter}/{qid}")
     look = _text(table, "look", where, required=kind == "predict")
     if kind == "choice" and look:
         raise _fail(where, "only a predict question has look")
@@ -246,6 +267,16 @@ def parse(chapter: str, text: str) -> list[Question]:
         raise QuestionError(f"{chapter}.toml: deck = true on {decks}, at most one allowed")
     for q in questions:
         text = "\n".join(q.texts())
+        letter = re.search(r"\b(?:[Oo]ptions?|[Aa]nswers?|[Cc]hoices?) \(?[A-F]\b\)?", text)
+        if (
+            letter
+            and q.kind != "numeric"
+            and not any(o.text.startswith(letter.group(0)) for o in q.options)
+        ):
+            raise QuestionError(
+                f"{chapter}.toml, question {q.id!r}: names an option by letter "
+                f"({letter.group(0)!r}); options are shuffled, so name it by its idea"
+            )
         for name, printed in q.values.items():
             if printed.replace("−", "-") not in text.replace("−", "-"):
                 raise QuestionError(

@@ -50,8 +50,30 @@ def markdown(text: str) -> str:
     return "".join(f"<p>{inline(' '.join(p.split()))}</p>" for p in paragraphs)
 
 
+# TeX made readable in plain text: the same table as quiz.js's readableTex.
+_TEX = [
+    (r"\\(?:mathbf|mathrm|text|operatorname)\{([^{}]*)\}", r"\1"),
+    (r"\\(?:mathbf|mathrm|boldsymbol|mathcal)\s*", ""),
+    (r"\\sqrt\{([^{}]*)\}", r"√(\1)"),
+    (r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)"),
+    (r"\^\{?\\top\}?", "ᵀ"), (r"\\top", "ᵀ"), (r"\\cdot", "·"), (r"\\times", "×"),
+    (r"\\approx", "≈"), (r"\\le(q)?\b", "≤"), (r"\\ge(q)?\b", "≥"), (r"\\infty", "∞"),
+    (r"\\to\b", "→"), (r"\\in\b", "∈"), (r"\\sum", "Σ"), (r"\\alpha", "α"), (r"\\theta", "θ"),
+    (r"\\ell", "ℓ"), (r"\\lambda", "λ"), (r"\\(exp|log|max|min|softmax)\b", r"\1"),
+    (r"\\[,;!]", " "), (r"\\\{", "{"), (r"\\\}", "}"), (r"[{}]", ""),
+]  # fmt: skip
+
+
+def readable_tex(tex: str) -> str:
+    """TeX as Unicode text, where no MathJax is at hand (``quiz.js`` has the same table)."""
+    for pattern, replacement in _TEX:
+        tex = re.sub(pattern, replacement, tex)
+    return re.sub(r"√\((\w)\)", r"√\1", tex)
+
+
 def plain(text: str) -> str:
     """The small Markdown as plain text (for ``text/plain`` and the slides' notes)."""
+    text = re.sub(r"\$([^$]+)\$", lambda m: readable_tex(m.group(1)), text)
     text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)
     text = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"\1", text)
     return "\n\n".join(" ".join(p.split()) for p in re.split(r"\n\s*\n", text.strip()))
@@ -205,13 +227,14 @@ def answer_html(question: Question, number: str, site: str | None = None) -> str
     if q.kind == "numeric":
         parts.append(markdown(q.feedback))
         items = [
-            f"<li>{html.escape(f'{w.value:g}')}: {inline(plain(w.feedback))}</li>" for w in q.wrong
+            f"<li>{html.escape(f'{w.value:g}')}: {inline(' '.join(w.feedback.split()))}</li>"
+            for w in q.wrong
         ]
-        items.append(f"<li>Any other number: {inline(plain(q.otherwise))}</li>")
+        items.append(f"<li>Any other number: {inline(' '.join(q.otherwise.split()))}</li>")
     else:
         items = [
             f"<li><strong>{LETTERS[i]}</strong> ({'right' if o.correct else 'wrong'}): "
-            f"{inline(plain(o.feedback))}</li>"
+            f"{inline(' '.join(o.feedback.split()))}</li>"
             for i, o in enumerate(q.options)
         ]
     parts.append(f"<ul>{''.join(items)}</ul></div>")

@@ -28,6 +28,12 @@ const STYLE = `
 .attnbook-quiz-result{font-weight:bold;min-height:1em}
 .attnbook-quiz-result[data-verdict=right]{color:#17692f}
 .attnbook-quiz-result[data-verdict=wrong],.attnbook-quiz-result[data-verdict=part]{color:#a8200d}
+html[data-theme=dark] .attnbook-quiz-result[data-verdict=right],
+body[data-jp-theme-light=false] .attnbook-quiz-result[data-verdict=right]{color:#7ddc95}
+html[data-theme=dark] .attnbook-quiz-result[data-verdict=wrong],
+html[data-theme=dark] .attnbook-quiz-result[data-verdict=part],
+body[data-jp-theme-light=false] .attnbook-quiz-result[data-verdict=wrong],
+body[data-jp-theme-light=false] .attnbook-quiz-result[data-verdict=part]{color:#ff9d8a}
 .attnbook-quiz-fb{border-top:1px dashed #8a94a6;margin-top:.4em;padding-top:.2em}
 .attnbook-quiz-look{background:rgba(240,160,0,.12);padding:.2em .6em;border-radius:4px}
 @media print{.attnbook-quiz-buttons,.attnbook-quiz-result,.attnbook-quiz-fb,.attnbook-quiz-look,
@@ -158,10 +164,38 @@ export function wire(root) {
   }
 }
 
-// MathJax, where the page has it (JupyterLab's and Colab's outputs may not).
+// TeX made readable where no MathJax is at hand (Colab's and JupyterLab's
+// outputs): the common macros as Unicode, braces and delimiters dropped.
+const TEX = [
+  [/\\mathbf\{([^{}]*)\}|\\mathrm\{([^{}]*)\}|\\text\{([^{}]*)\}|\\operatorname\{([^{}]*)\}/g,
+    (m, a, b, c, d) => a || b || c || d],
+  [/\\(?:mathbf|mathrm|boldsymbol|mathcal)\s*/g, ""],
+  [/\\sqrt\{([^{}]*)\}/g, "√($1)"], [/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)"],
+  [/\^\{?\\top\}?/g, "ᵀ"], [/\\top/g, "ᵀ"], [/\\cdot/g, "·"], [/\\times/g, "×"],
+  [/\\approx/g, "≈"], [/\\le(q)?\b/g, "≤"], [/\\ge(q)?\b/g, "≥"], [/\\infty/g, "∞"],
+  [/\\to\b/g, "→"], [/\\in\b/g, "∈"], [/\\sum/g, "Σ"], [/\\alpha/g, "α"], [/\\theta/g, "θ"],
+  [/\\ell/g, "ℓ"], [/\\lambda/g, "λ"], [/\\(exp|log|max|min|softmax)\b/g, "$1"],
+  [/\\[,;!]/g, " "], [/\\\{/g, "{"], [/\\\}/g, "}"], [/[{}]/g, ""],
+];
+
+export function readableTex(tex) {
+  let out = tex;
+  for (const [pattern, replacement] of TEX) out = out.replace(pattern, replacement);
+  return out.replace(/√\((\w)\)/g, "√$1");
+}
+
+// MathJax, where the page has it; else the TeX made readable.
 function typeset(el) {
   const mj = el.ownerDocument.defaultView && el.ownerDocument.defaultView.MathJax;
-  if (mj && typeof mj.typesetPromise === "function") mj.typesetPromise([el]).catch(() => {});
+  if (mj && typeof mj.typesetPromise === "function") {
+    mj.typesetPromise([el]).catch(() => {});
+    return;
+  }
+  for (const span of el.querySelectorAll("span.math")) {
+    const tex = span.textContent.replace(/^\\\(|\\\)$/g, "");
+    span.textContent = readableTex(tex);
+    span.classList.add("attnbook-quiz-tex");
+  }
 }
 
 // anywidget: the question's HTML is the model's `html`.
