@@ -99,6 +99,24 @@ def test_explorers_redraw_in_jupyterlab(lab, notebook):
                     seen.add(result["src"])
                     # The caption moves with the picture.
                     caption = lab_page.wait_caption_change(explorer, caption)
+        # The concept questions run before the last explorer render (anywidget)
+        # and answer: one option picked and checked gives a verdict.
+        asked = sum(
+            cell.source.startswith("ask(") for cell in through_last_explorer(notebook).cells
+        )
+        quizzes = offline.page.locator(".attnbook-quiz")
+        assert quizzes.count() == asked, f"{quizzes.count()} questions shown, {asked} asked"
+        if asked:
+            first = quizzes.first
+            first.scroll_into_view_if_needed()
+            box = first.locator(".attnbook-quiz-option input, .attnbook-quiz-number input").first
+            if box.get_attribute("type") == "text":
+                box.fill("12345")
+            else:
+                box.click()
+            first.locator(".attnbook-quiz-check").click()
+            verdict = first.locator(".attnbook-quiz-result").inner_text()
+            assert verdict.strip(), "a question in JupyterLab gave no verdict"
         assert lab_page.widget_errors() == []
     assert offline.blocked == [], f"requests to other hosts: {offline.blocked}"
     assert offline.errors == [], f"console errors: {offline.errors}"

@@ -48,7 +48,9 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 def through_last_explorer(path: Path) -> nbformat.NotebookNode:
     """The chapter at ``path`` up to the last code cell that makes an explorer
-    (calls ``something_explorer(``) or whose stored outputs show a widget.
+    (calls ``something_explorer(``) or whose stored outputs show a widget (a
+    concept question's ``ask(...)`` cell shows one too, but is not an explorer;
+    the questions before the last explorer run with it).
 
     What follows it (exercises, solutions, hidden checks) shows no explorer;
     strict nbval runs it on every CPU path and in the Colab-like environment,
@@ -59,6 +61,7 @@ def through_last_explorer(path: Path) -> nbformat.NotebookNode:
         i
         for i, cell in enumerate(notebook.cells)
         if cell.cell_type == "code"
+        and not cell.source.startswith("ask(")  # a concept question, not an explorer
         and (
             "_explorer(" in cell.source
             or any(WIDGET_VIEW in output.get("data", {}) for output in cell.outputs)
