@@ -30,6 +30,7 @@ CHAPTERS = [
     "book/positions",
     "book/vision-transformer",
     "book/references",
+    "book/concept-answers",
     "book/instructor-guide",
     "book/teaching",
 ]
@@ -142,11 +143,18 @@ class TestNotebook:
 
     def test_every_explorer_output_has_a_png_fallback(self, path):
         # GitHub, nbviewer and Colab before running cannot draw a widget: the
-        # stored output must carry a PNG of the explorer's current frame.
+        # stored output must carry a PNG of the explorer's current frame (a
+        # concept question, the question and its options as text).
         for index, cell in enumerate(code_cells(read_notebook(path))):
             for output in cell.get("outputs", []):
                 data = output.get("data", {})
-                if WIDGET_VIEW in data:
+                if WIDGET_VIEW in data and cell.source.startswith("ask("):
+                    # a concept question: its fallback is the question as text
+                    text = "".join(data.get("text/plain", ""))
+                    assert text.startswith("Check your understanding"), (
+                        f"{path.name} code cell {index}: question without a text fallback"
+                    )
+                elif WIDGET_VIEW in data:
                     png = data.get("image/png", "")
                     assert png.startswith("iVBORw0KGgo"), (
                         f"{path.name} code cell {index}: explorer output without a PNG fallback"
