@@ -234,6 +234,7 @@ id = "several"
 kind = "choice"
 section = "sec-one"
 multiple = true
+ordered = true  # the file's order, so the key is A, C
 prompt = 'A row of **scores** is $[0, \ln 3]$ (e.g. two keys). Select all that apply.'
 [[question.option]]
 text = "a"
