@@ -259,6 +259,7 @@ CONCEPTS = """
 [[question]]
 id = "what-mask-does"
 kind = "choice"
+ordered = true  # the key stays A
 section = "sec-x"
 prompt = "What does a mask do to a score?"
 [[question.option]]

@@ -316,6 +316,7 @@ CONCEPT_TOML = """
 [[question]]
 id = "variance-grows"
 kind = "choice"
+ordered = true  # the file's order: the key is A
 section = "sec-why-sqrt-d"
 prompt = "How does the variance of q·k change when d doubles?"
 [[question.option]]
@@ -345,6 +346,7 @@ feedback = "That is the other key's weight."
 [[question]]
 id = "which-mask"
 kind = "predict"
+ordered = true
 section = "sec-why-sqrt-d"
 prompt = "Which positions does the mask hide? Select all that apply."
 look = "Move the slider."
