@@ -1,4 +1,5 @@
-"""``python -m attnbook.quiz check`` validates every question file; ``show CHAPTER`` prints one.
+"""``python -m attnbook.quiz check`` validates every question file; ``show CHAPTER`` prints one
+(its questions as readers see them, then the keys).
 
 Run from the repository's root, ``check`` also finds every section a question
 links in its chapter's source (``book/PAGE.ipynb`` or ``.md``).
@@ -66,12 +67,13 @@ def main(argv: list[str]) -> int:
         print("ok:" if not found else "problems:", count or len(found), "questions" * (not found))
         return 1 if found else 0
     if len(argv) == 2 and argv[0] == "show":
-        for q in load(argv[1]):
-            print(
-                f"--- {q.key} ({q.kind}{', several' if q.multiple else ''}) answer: {key_text(q)}"
-            )
+        # The keys come last, so that a reader can answer before seeing them.
+        questions = load(argv[1])
+        for number, q in enumerate(questions, start=1):
+            print(f"--- {number}. {q.key} ({q.kind}{', several' if q.multiple else ''})")
             print(question_text(q))
             print()
+        print("Keys: " + "; ".join(f"{n}. {key_text(q)}" for n, q in enumerate(questions, 1)))
         return 0
     print(__doc__)
     return 2
