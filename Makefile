@@ -338,7 +338,7 @@ BOOK_TESTS := tests --ignore=tests/test_jupyter.py --ignore=tests/test_live_jupy
 # reader's edition, the locks, the tools): test-sources runs them beside nbval,
 # so that only the checks of the built site wait for the build. A new test
 # file waits for the build unless it is listed here.
-SOURCE_TESTS := tests/test_notebooks.py tests/test_solution_pointers.py tests/test_concept_questions.py tests/test_readers_edition.py tests/test_lock.py \
+SOURCE_TESTS := tests/test_notebooks.py tests/test_solution_pointers.py tests/test_concept_questions.py tests/test_lighter_figures.py tests/test_readers_edition.py tests/test_lock.py \
   tests/test_nbtools.py tests/test_browser_lookup.py tests/test_nbval_executed.py \
   tests/test_regression_bites.py tests/test_release.py tests/test_readme.py \
   tests/test_instructor_guide.py tests/test_slides.py tests/test_exercise_metadata.py tests/test_grade.py tests/test_lms.py \

@@ -173,3 +173,17 @@ def test_placement_check_catches_each_slip():
     # asked before its section: the first question moved to the top
     early = [good[cells[0]]] + [b for i, b in enumerate(good) if i != cells[0]]
     assert any("before its section" in p for p in placement_problems(name, questions, early))
+
+
+def test_a_page_carries_the_quiz_script_once():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import concept_questions
+
+    parts = [quiz.fragment(q) for q in quiz.load("masked-softmax")[:3]]
+    shared = concept_questions.share_scripts(["<p>text</p>", *parts])
+    assert shared[0] == "<p>text</p>" and shared[1] == parts[0]
+    assert all("function wire(" not in part for part in shared[2:])
+    assert all(part.count(quiz._widget.SHARED_CALL) == 1 for part in shared[2:])
+    assert sum(map(len, shared)) < sum(map(len, parts)) - 15_000

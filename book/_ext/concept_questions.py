@@ -10,6 +10,10 @@
   gets wrong, with a ``{ref}`` to the section it tests. Because the questions
   live in the library's data, not in this page, the page is re-read on every
   build.
+* On a page with several questions, every question's fragment carries the
+  same script (``quiz.js``, 10 KiB); the first keeps it and leaves ``wire`` on
+  ``window``, and each later one gets a one-line call instead
+  (:func:`share_scripts`), so that ten questions cost one script.
 """
 
 from __future__ import annotations
@@ -97,6 +101,42 @@ def answers_markdown(root: Path = ROOT) -> str:
     return "\n".join(out)
 
 
+_SCRIPT = re.compile(r"(<div class=\"attnbook-quiz-host\">.*?<script>)(.*?)(</script></div>)", re.S)
+
+
+def share_scripts(html_parts: list[str]) -> list[str]:
+    """``html_parts`` (raw HTML in page order) with the quiz script only in the first
+    question's fragment; later fragments call the shared ``wire``."""
+    from attnbook.quiz._widget import SHARED_CALL
+
+    seen = False
+    out = []
+    for part in html_parts:
+
+        def one(match):
+            nonlocal seen
+            if not seen:
+                seen = True
+                return match.group(0)
+            return match.group(1) + SHARED_CALL + match.group(3)
+
+        out.append(_SCRIPT.sub(one, part))
+    return out
+
+
+def _share(app, doctree, docname):
+    raws = [
+        node
+        for node in doctree.findall(nodes.raw)
+        if "html" in node.get("format", "") and "attnbook-quiz-host" in node.astext()
+    ]
+    if len(raws) < 2:
+        return
+    for node, text in zip(raws, share_scripts([node.astext() for node in raws])):
+        if text != node.astext():
+            node.parent.replace(node, nodes.raw("", text, format=node["format"]))
+
+
 def _source_read(app, docname, source):
     if docname == DOCNAME:
         source[0] = MARKER.sub(lambda _: answers_markdown(), source[0])
@@ -110,4 +150,5 @@ def setup(app):
     app.add_directive("concept-question", ConceptQuestion)
     app.connect("source-read", _source_read)
     app.connect("env-get-outdated", _always_reread)
+    app.connect("doctree-resolved", _share)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -25,6 +25,14 @@ STATIC_ENV = "ATTNBOOK_STATIC"
 # that this module needs neither matplotlib nor ipywidgets.
 STATIC_MARKER = "attnbook_explorer"
 
+# A page with several questions needs the script once: the first fragment
+# leaves `wire` at this name, and the website's build (book/_ext/concept_questions.py)
+# replaces the script of every later fragment by SHARED_CALL.
+GLOBAL = "attnbookQuizWire"
+SHARED_CALL = (
+    f"window.{GLOBAL}(document.currentScript.parentElement.querySelector('.attnbook-quiz'));"
+)
+
 _EXPORT = re.compile(r"^export (?=(?:async )?function |const |let |class )", re.MULTILINE)
 _DEFAULT = re.compile(r"^export default \{[^}]*\};?\n", re.MULTILINE)
 
@@ -50,9 +58,9 @@ def fragment(question: Question | str, site: str | None = None) -> str:
     """
     if isinstance(question, str):
         question = find(question)
-    script = script_source(
-        "wire(document.currentScript.parentElement.querySelector('.attnbook-quiz'));"
-    )
+    # The page's later questions can call the first one's `wire` (SHARED_CALL):
+    # book/_ext/concept_questions.py keeps one copy of the script per page.
+    script = script_source(f"window.{GLOBAL} = wire;\n{SHARED_CALL}")
     if "</script" in script.lower():
         raise ValueError("quiz.js must not contain '</script'")
     return (
