@@ -8,14 +8,14 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from PIL import Image  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from PIL import Image
 
-from tools.site import ROOT  # noqa: E402
+from tools.site import ROOT
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import lighter_figures  # noqa: E402
+import lighter_figures
 
 
 def png(fig) -> bytes:

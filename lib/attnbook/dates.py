@@ -361,8 +361,9 @@ def alignment_summary(weights: torch.Tensor, batch: Seq2SeqBatch) -> dict[str, f
 
     A statistic about a format the batch does not hold (``century_on_tens``
     without a numeric date, ``month_on_name`` without a spelled month,
-    ``weekday_mass`` without a weekday) has nothing to count and is NaN, so
-    that one call serves any mix of formats; the others are always numbers.
+    ``weekday_mass`` without a weekday) has nothing to count and is left out
+    of the dict, so that one call serves any mix of formats and every value
+    it returns is a number.
     """
     if not isinstance(batch, Seq2SeqBatch) or batch.texts is None:
         raise TypeError("batch must be a Seq2SeqBatch of dates (with texts and formats)")
@@ -401,15 +402,13 @@ def alignment_summary(weights: torch.Tensor, batch: Seq2SeqBatch) -> dict[str, f
             start, end = spans["weekday"]
             weekday_mass.append(float(w[i, :, start:end].sum(-1).mean()))
 
-    def share(key):
+    out = {"max_weight": float(w.max(-1).values.mean())}
+    for key in ("right_field", "own_digit", "century_on_tens"):
         hits, total = counts[key]
-        return hits / total if total else float("nan")
-
-    return {
-        "max_weight": float(w.max(-1).values.mean()),
-        "right_field": share("right_field"),
-        "own_digit": share("own_digit"),
-        "century_on_tens": share("century_on_tens"),
-        "month_on_name": sum(month_mass) / len(month_mass) if month_mass else float("nan"),
-        "weekday_mass": sum(weekday_mass) / len(weekday_mass) if weekday_mass else float("nan"),
-    }
+        if total:
+            out[key] = hits / total
+    if month_mass:
+        out["month_on_name"] = sum(month_mass) / len(month_mass)
+    if weekday_mass:
+        out["weekday_mass"] = sum(weekday_mass) / len(weekday_mass)
+    return out
