@@ -14,6 +14,7 @@ test("a reader's number is read in the forms people type", () => {
   assert.equal(parseNumber(".5"), 0.5);
   assert.equal(parseNumber("3"), 3);
   assert.equal(parseNumber("1e-3"), 0.001);
+  assert.equal(parseNumber("1.67772e+07"), 16777200);
 });
 
 test("what is not a number is refused, not read as 0", () => {

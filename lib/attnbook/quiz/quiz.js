@@ -10,7 +10,12 @@
 
 const STYLE = `
 .attnbook-quiz{border:1px solid #8a94a6;border-left:4px solid #3d5a99;border-radius:6px;
-  padding:.6em .9em;margin:1.2em 0;max-width:46em;box-sizing:border-box;overflow-wrap:anywhere}
+  padding:.6em .9em;margin:1.2em 0;max-width:46em;box-sizing:border-box;overflow-wrap:anywhere;
+  background:#fff;color:#1b1b1b}
+.attnbook-quiz a{color:#1a55b0}
+html[data-theme=dark] .attnbook-quiz,body[data-jp-theme-light=false] .attnbook-quiz{
+  background:#1d2125;color:#e8e8e8}
+html[data-theme=dark] .attnbook-quiz a,body[data-jp-theme-light=false] .attnbook-quiz a{color:#8cb8ff}
 .attnbook-quiz p{margin:.35em 0}
 .attnbook-quiz-title{font-size:.95em}
 .attnbook-quiz-how{font-style:italic;margin-left:.4em}
@@ -62,7 +67,7 @@ export function parseNumber(text) {
     const d = Number(fraction[2]);
     return d === 0 ? null : (Number(fraction[1]) / d) * scale;
   }
-  if (!/^-?(\d+\.?\d*|\.\d+)(e-?\d+)?$/i.test(t)) return null;
+  if (!/^-?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(t)) return null;
   return Number(t) * scale;
 }
 
