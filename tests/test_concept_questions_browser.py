@@ -69,10 +69,10 @@ def answer_choice(root, q: quiz.Question):
 def answer_numeric(root, q: quiz.Question):
     box = root.locator(".attnbook-quiz-number input")
     notes = 1 + len(q.wrong) + 1  # right, the known wrong numbers, any other
-    tries = [(f"{q.answer:.6g}", 0, "Right.")]
-    tries += [(f"{w.value:.6g}", 1 + j, "Not quite.") for j, w in enumerate(q.wrong)]
+    tries = [(f"{q.answer:.15g}", 0, "Right.")]  # every digit: 16777216 is not 1.67772e+07
+    tries += [(f"{w.value:.15g}", 1 + j, "Not quite.") for j, w in enumerate(q.wrong)]
     far = max([abs(q.answer)] + [abs(w.value) for w in q.wrong]) * 7 + 13
-    tries.append((f"{far:.6g}", notes - 1, "Not quite."))
+    tries.append((f"{far:.15g}", notes - 1, "Not quite."))
     for text, note, verdict in tries:
         box.fill(text)
         box.press("Enter")  # the keyboard path
