@@ -126,7 +126,12 @@ def built(tmp_path_factory):
     assert (OTTER_VENV / "bin" / "otter").exists(), "no .venv-otter: run make otter-env"
     out = tmp_path_factory.mktemp("assignments")
     otter = str(OTTER_VENV / "bin" / "otter")
-    assert assignments.main(["--out", str(out), "--otter", otter, str(CHAPTER)]) == 0
+    # The chapter's exercises alone (the concept questions are graded in
+    # tests/test_assignments.py's concept build), so the points stay the exercises'.
+    from tests.test_assignments import EXERCISES
+
+    argv = ["--out", str(out), "--otter", otter, "--exercises", EXERCISES, str(CHAPTER)]
+    assert assignments.main(argv) == 0
     return out / "masked-softmax"
 
 
