@@ -103,3 +103,43 @@ def test_an_invitation_to_an_exercise_is_not_a_pointer(sentence):
 def test_solutions_are_left_out_of_the_main_text():
     text = "Before.\n\n````{dropdown} Solution\nExercise 5 explains why.\n````\n\nAfter."
     assert DROPDOWN.sub("", text) == "Before.\n\n\n\nAfter."
+
+
+POINTER_LINE = re.compile(r"Solution: open the dropdown( above| below)?\b")
+
+
+def misplaced_pointers(cells: list[str]) -> list[str]:
+    """Pointers that say where the dropdown is, and say it wrong (or not at all).
+
+    A pointer after its dropdown (in the same cell, or the cell just before) must
+    say "above"; one before it, "below". A reader scanning down from the
+    exercise otherwise looks for a solution that is not where the text sends them.
+    """
+    wrong = []
+    for i, source in enumerate(cells):
+        for match in POINTER_LINE.finditer(source):
+            before = source[: match.start()]
+            after_dropdown = "{dropdown}" in before.split("\n\n**")[-1] or (
+                i > 0 and "{dropdown}" in cells[i - 1] and not before.strip()
+            )
+            want = " above" if after_dropdown else " below"
+            if match.group(1) != want:
+                wrong.append(f"cell {i}: {match.group(0)!r} (the dropdown is{want})")
+    return wrong
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in chapters() if p.suffix == ".ipynb"], ids=lambda p: p.stem
+)
+def test_each_solution_pointer_says_where_its_dropdown_is(path):
+    notebook = nbformat.read(path, as_version=4)
+    cells = [c.source if c.cell_type == "markdown" else "" for c in notebook.cells]
+    assert not misplaced_pointers(cells), misplaced_pointers(cells)
+
+
+def test_a_pointer_after_its_dropdown_without_above_is_caught():
+    dropdown = "**2. ★ Do it.** Write it.\n\n````{dropdown} Solution\nDone.\n````\n\n"
+    assert misplaced_pointers([dropdown + "Solution: open the dropdown, then the cell below it."])
+    assert misplaced_pointers([dropdown, "Solution: open the dropdown."])
+    assert not misplaced_pointers([dropdown + "Solution: open the dropdown above."])
+    assert not misplaced_pointers(["**4. ★★ Say why.** (Solution: open the dropdown below.)"])
