@@ -384,15 +384,6 @@ def test_a_chapter_without_a_deck_question_gets_no_concept_slides(monkeypatch):
     assert "data-concept" not in slides.deck_html(three_slides(), "a-deck")
 
 
-def test_first_sentence_stops_outside_maths_and_abbreviations():
-    assert slides.first_sentence("A **b**. C.") == "A b."
-    assert slides.first_sentence("Liu et al. say $x. y$ is 0.5! Then.") == (
-        "Liu et al. say $x. y$ is 0.5!"
-    )
-    assert slides.first_sentence("One `a.b` two?\n\nThree.") == "One `a.b` two?"
-    assert slides.first_sentence("no end") == "no end"
-
-
 @pytest.mark.parametrize("path", SLIDE_NOTEBOOKS, ids=lambda p: p.name)
 def test_every_deck_whose_chapter_has_a_deck_question_shows_it(path):
     """The deck of each chapter with a ``deck = true`` question (attnbook.quiz; the deck's

@@ -270,12 +270,7 @@ PEER_INSTRUCTION_NOTES = (
     "(two to four minutes), then vote again on the next slide. Under about 30&nbsp;%, "
     "revisit the idea before discussing; over about 70&nbsp;%, explain briefly and move on.</p>"
 )
-_SENTENCE_END = re.compile(r"[.?!][\"”’)]*(?=\s|$)")
-_ABBREVIATION = re.compile(r"(?:\be\.g|\bi\.e|\bcf|\bvs|\bet al|\bEq|\bFig)\.$")
 _RIGHT_WORD = re.compile(r"^(?:Right|Correct|Yes)[.!]\s+")
-_SPANS = re.compile(r"(`[^`]+`|\$[^$]+\$)")  # the quiz's inline code and maths
-_BOLD = re.compile(r"\*\*(.+?)\*\*")
-_ITALIC = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
 
 
 def deck_question(name: str):
@@ -289,23 +284,6 @@ def deck_question(name: str):
     return next((q for q in quiz.load(name) if q.deck), None)
 
 
-def first_sentence(text: str) -> str:
-    """The first sentence of the quiz's small Markdown (``attnbook.quiz``), bold and
-    italic dropped, maths and code kept as written (``$...$``, backticks): its first
-    paragraph up to the first '.', '?' or '!' that ends a sentence outside them.
-    (``attnbook.quiz.plain`` would turn the maths into Unicode text.)"""
-    paragraph = " ".join(re.split(r"\n\s*\n", text.strip())[0].split())
-    done = ""
-    for i, part in enumerate(_SPANS.split(paragraph)):
-        if i % 2 == 0:
-            part = _ITALIC.sub(r"\1", _BOLD.sub(r"\1", part))
-            for end in _SENTENCE_END.finditer(part):
-                if not _ABBREVIATION.search(done + part[: end.start() + 1]):
-                    return (done + part[: end.end()]).strip()
-        done += part
-    return done.strip()
-
-
 def _letter(i: int) -> str:
     from attnbook.quiz import LETTERS
 
@@ -317,13 +295,14 @@ def concept_slides(question) -> list[str]:
     as ``<section>`` elements: the question for the vote, then the revote with the answer
     as one fragment (the key, why it is right, one line per wrong option naming its
     misconception). Maths as the quiz writes it, typeset by the deck's MathJax."""
-    from attnbook.quiz import LETTERS, key_text, markdown
+    from attnbook.quiz import LETTERS, first_sentence, key_text, markdown
+    from attnbook.quiz import one_line as quiz_line
     from attnbook.quiz._html import inline
 
     q = question
 
     def one_line(text: str) -> str:
-        return inline(" ".join(text.split()))
+        return inline(quiz_line(text))
 
     prompt = f'<div class="attnbook-concept-prompt">{markdown(q.prompt)}</div>'
     key = f"Answer: {one_line(key_text(q))}"

@@ -70,7 +70,9 @@ def chapter_title(name: str, root: Path = ROOT) -> str:
 
 def _item(text: str) -> str:
     # One Markdown list item: the text (MyST, maths kept for MathJax) on one line.
-    return " ".join(text.split())
+    from attnbook.quiz import one_line
+
+    return one_line(text)
 
 
 def answers_markdown(root: Path = ROOT) -> str:

@@ -433,33 +433,11 @@ def parse_mistakes(markdown: str) -> dict[str, set[tuple[str, str]]]:
     return listed
 
 
-_SENTENCE_END = re.compile(r"[.?!][\"”’)]*(?=\s|$)")
-_ABBREVIATION = re.compile(r"(?:\be\.g|\bi\.e|\bcf|\bvs|\bet al|\bEq|\bFig)\.$")
-_SPANS = re.compile(r"(`[^`]+`|\$[^$]+\$)")  # the quiz's inline code and maths
-_BOLD = re.compile(r"\*\*(.+?)\*\*")
-_ITALIC = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
-
-
-def first_sentence(text: str) -> str:
-    """The first sentence of the quiz's small Markdown (``attnbook.quiz``), bold and
-    italic dropped, maths and code kept as written (``$...$``, backticks): its first
-    paragraph up to the first '.', '?' or '!' that ends a sentence outside them.
-    (``attnbook.quiz.plain`` would turn the maths into Unicode text.)"""
-    paragraph = " ".join(re.split(r"\n\s*\n", text.strip())[0].split())
-    done = ""
-    for i, part in enumerate(_SPANS.split(paragraph)):
-        if i % 2 == 0:
-            part = _ITALIC.sub(r"\1", _BOLD.sub(r"\1", part))
-            for end in _SENTENCE_END.finditer(part):
-                if not _ABBREVIATION.search(done + part[: end.start() + 1]):
-                    return (done + part[: end.end()]).strip()
-        done += part
-    return done.strip()
-
-
 def _myst_inline(text: str) -> str:
     """Plain text with ``$maths$`` and backtick code kept as MyST reads them, the rest escaped."""
-    return "".join(part if i % 2 else escape(part) for i, part in enumerate(_SPANS.split(text)))
+    from attnbook import quiz
+
+    return "".join(part if i % 2 else escape(part) for i, part in enumerate(quiz.spans(text)))
 
 
 QUESTION_LINE = re.compile(
@@ -471,7 +449,7 @@ QUESTION_LINE = re.compile(
 def concept_list(found: list[Chapter], questions: dict[str, list]) -> str:
     """Each chapter's concept questions, in reading order: number, kind, the idea (the
     prompt's first sentence), the section it follows and the key (``attnbook.quiz.key_text``)."""
-    from attnbook.quiz import key_text
+    from attnbook.quiz import first_sentence, key_text
 
     out = []
     for chapter in found:

@@ -37,11 +37,14 @@ from ._html import (
     LETTERS,
     SITE,
     answer_html,
+    first_sentence,
     key_text,
     markdown,
+    one_line,
     plain,
     question_html,
     question_text,
+    spans,
 )
 from ._widget import StaticQuestion, ask, fragment, module_source, script_source
 
@@ -59,15 +62,18 @@ __all__ = [
     "chapters",
     "check_values",
     "find",
+    "first_sentence",
     "fragment",
     "key_text",
     "load",
     "markdown",
+    "one_line",
     "module_source",
     "parse",
     "plain",
     "question_html",
     "question_text",
+    "spans",
     "script_source",
 ]
 

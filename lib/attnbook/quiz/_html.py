@@ -23,7 +23,11 @@ from ._data import Question, load
 LETTERS = "ABCDEF"
 SITE = "https://attention-interactively.github.io/attention-interactively/book/"
 
-_SPANS = re.compile(r"(`[^`]+`|\$[^$]+\$)")
+_SPANS = re.compile(r"(`[^`]+`|\$[^$]+\$)")  # inline code and maths, kept as written
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
+_SENTENCE_END = re.compile(r"[.?!][\"”’)]*(?=\s|$)")
+_ABBREVIATION = re.compile(r"(?:\be\.g|\bi\.e|\bcf|\bvs|\bet al|\bEq|\bFig)\.$")
 
 
 def inline(text: str) -> str:
@@ -38,10 +42,40 @@ def inline(text: str) -> str:
                 out.append(f'<span class="math notranslate nohighlight">\\({body}\\)</span>')
             continue
         part = html.escape(part, quote=False)
-        part = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", part)
-        part = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", part)
+        part = _BOLD.sub(r"<strong>\1</strong>", part)
+        part = _ITALIC.sub(r"<em>\1</em>", part)
         out.append(part)
     return "".join(out)
+
+
+def one_line(text: str) -> str:
+    """The small Markdown on one line (a list item, a table cell): every run of
+    white space, line breaks and blank lines included, made one space."""
+    return " ".join(text.split())
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of the small Markdown, bold and italic dropped, maths and
+    code kept as written (``$...$``, backticks): its first paragraph up to the
+    first '.', '?' or '!' that ends a sentence outside them ("e.g.", "et al." and
+    the like do not). :func:`plain` would turn the maths into Unicode text; the
+    instructor guide and the decks keep it for MathJax."""
+    paragraph = one_line(re.split(r"\n\s*\n", text.strip())[0])
+    done = ""
+    for i, part in enumerate(_SPANS.split(paragraph)):
+        if i % 2 == 0:
+            part = _ITALIC.sub(r"\1", _BOLD.sub(r"\1", part))
+            for end in _SENTENCE_END.finditer(part):
+                if not _ABBREVIATION.search(done + part[: end.start() + 1]):
+                    return (done + part[: end.end()]).strip()
+        done += part
+    return done.strip()
+
+
+def spans(text: str) -> list[str]:
+    """``text`` split at its inline code and maths: the even items are prose, the
+    odd ones a ```code``` or ``$maths$`` span as written."""
+    return _SPANS.split(text)
 
 
 def markdown(text: str) -> str:
