@@ -27,28 +27,6 @@ QUESTIONS = [
 ]
 
 
-def test_what_is_not_a_notebook_is_named(tmp_path):
-    good = tmp_path / "good.ipynb"
-    nbformat.write(new_notebook(cells=[new_code_cell("x = 1")]), good)
-    assert grade.not_a_notebook(good) is None
-    (tmp_path / "answers.txt").write_text("see my e-mail")
-    assert "neither a .ipynb nor an exported .zip" in grade.not_a_notebook(tmp_path / "answers.txt")
-    (tmp_path / "broken.ipynb").write_text("{not json")
-    assert "broken.ipynb cannot be read as one" in grade.not_a_notebook(tmp_path / "broken.ipynb")
-    (tmp_path / "fake.zip").write_text("not a zip")
-    assert "fake.zip is not a zip file" in grade.not_a_notebook(tmp_path / "fake.zip")
-    with zipfile.ZipFile(tmp_path / "empty.zip", "w") as archive:
-        archive.writestr("notes.md", "nothing")
-    assert "holds no .ipynb" in grade.not_a_notebook(tmp_path / "empty.zip")
-    with zipfile.ZipFile(tmp_path / "export.zip", "w") as archive:
-        archive.write(good, "good.ipynb")
-    assert grade.not_a_notebook(tmp_path / "export.zip") is None
-    with zipfile.ZipFile(tmp_path / "two.zip", "w") as archive:
-        archive.write(good, "a.ipynb")
-        archive.write(good, "../b.ipynb")
-    assert "holds 2 notebooks" in grade.not_a_notebook(tmp_path / "two.zip")
-
-
 def assignment(tmp_path, questions=QUESTIONS, points=1):
     """An assignment folder whose autograder zip tests causal_lengths for ``points``."""
     folder = tmp_path / "assignments" / "masked-softmax"

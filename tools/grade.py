@@ -56,13 +56,9 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import shutil
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
-
-import nbformat
 
 from tools import lms
 
@@ -92,41 +88,6 @@ def autograder(folder: Path) -> Path:
             f"{folder}: expected one autograder zip, found {len(zips)}; run make assignments"
         )
     return zips[0]
-
-
-def not_a_notebook(path: Path) -> str | None:
-    """Why ``path`` cannot be graded, or None when it is a notebook or a zip holding one."""
-    if path.suffix == ".ipynb":
-        try:
-            nbformat.validate(nbformat.read(path, as_version=4))
-        except Exception as err:  # any unreadable file: JSON, schema, encoding
-            return f"not a notebook: {path.name} cannot be read as one ({type(err).__name__})"
-        return None
-    if path.suffix == ".zip":
-        try:
-            with zipfile.ZipFile(path) as archive:
-                names = [n for n in archive.namelist() if n.endswith(".ipynb")]
-        except zipfile.BadZipFile:
-            return f"not a notebook: {path.name} is not a zip file"
-        if not names:
-            return f"not a notebook: the zip {path.name} holds no .ipynb"
-        if len(names) > 1:
-            return f"the zip {path.name} holds {len(names)} notebooks: {', '.join(names[:4])}"
-        return None
-    return f"not a notebook: {path.name} is neither a .ipynb nor an exported .zip"
-
-
-def notebook_of(path: Path, scratch: Path) -> Path:
-    """The submission's notebook as a file in ``scratch`` (a zip's one .ipynb read by
-    name, never extracted to a path the zip chooses)."""
-    target = scratch / "submission.ipynb"
-    if path.suffix == ".zip":
-        with zipfile.ZipFile(path) as archive:
-            (member,) = [n for n in archive.namelist() if n.endswith(".ipynb")]
-            target.write_bytes(archive.read(member))
-    else:
-        shutil.copyfile(path, target)
-    return target
 
 
 def questions(folder: Path, zip_path: Path) -> tuple[list[dict], list, list[str]]:
@@ -241,6 +202,7 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"SUBMISSIONS must be a folder, got {str(args.submissions)!r}")
     from attnbook.grading import sandbox
     from attnbook.grading.score import Graded, grade_notebook
+    from attnbook.grading.submission import notebook_from
 
     if not args.unsandboxed:
         why = sandbox.check()
@@ -274,13 +236,13 @@ def main(argv: list[str]) -> int:
     for submission in found:
         if only and submission.name not in only:
             continue
-        problem = not_a_notebook(submission.path)
-        if problem is not None:
-            graded = Graded(submission.name, status="error", reason=problem)
-        else:
-            with tempfile.TemporaryDirectory() as scratch:
+        with tempfile.TemporaryDirectory() as scratch:
+            notebook, problem = notebook_from(submission.path, Path(scratch))
+            if notebook is None:
+                graded = Graded(submission.name, status="error", reason=problem)
+            else:
                 graded = grade_notebook(
-                    notebook_of(submission.path, Path(scratch)),
+                    notebook,
                     checked,
                     name=submission.name,
                     sandboxed=not args.unsandboxed,

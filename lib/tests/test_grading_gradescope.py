@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from attnbook.grading import gradescope, remote, sandbox
+from attnbook.grading import gradescope, remote, sandbox, submission
 
 RIGHT = "def causal_lengths(batch, queries):\n    return torch.arange(1, queries + 1).repeat(batch, 1)\n"
 WRONG = "def causal_lengths(batch, queries):\n    return torch.zeros(batch, queries, dtype=torch.long)\n"
@@ -109,13 +109,15 @@ def test_every_path_without_a_grade_writes_why(tmp_path):
 def test_an_exported_zip_is_read_by_name(tmp_path):
     data = tmp_path / "export.zip"
     with zipfile.ZipFile(data, "w") as archive:
-        archive.writestr("hw.ipynb", "{}")
+        archive.writestr("hw.ipynb", '{"cells": []}')
         archive.writestr("../../escape/evil.ipynb", "[]")  # ignored, never extracted
     root = layout(tmp_path, files={"hw.zip": data.read_bytes()})
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    found, why = gradescope.find_notebook(root / "submission", scratch)
-    assert found == scratch / "submission.ipynb" and found.read_text() == "{}" and why == ""
+    found, why = submission.notebook_in(root / "submission", scratch)
+    assert (
+        found == scratch / "submission.ipynb" and found.read_text() == '{"cells": []}' and why == ""
+    )
     assert not (tmp_path / "escape").exists()
 
 

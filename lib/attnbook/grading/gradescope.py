@@ -55,15 +55,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
 import traceback
-import zipfile
 from pathlib import Path
 
 from . import sandbox, score
+from .submission import notebook_in
 
 ROOT_VARIABLE = "ATTNBOOK_AUTOGRADER"
 DEFAULT_ROOT = Path("/autograder")
@@ -96,8 +95,6 @@ TEST_FIELDS = {
 }
 VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
 FORMATS = {"text", "simple_format", "html", "md", "ansi"}
-#: A submitted notebook larger than this is refused (bytes).
-MAX_NOTEBOOK = 50 * 2**20
 #: Seconds per question, as ``make grade``'s default.
 QUESTION_TIMEOUT = 30.0
 _GRADING_ERROR = (
@@ -108,70 +105,6 @@ _GRADING_ERROR = (
 
 def root_from(argument: str | None = None) -> Path:
     return Path(argument or os.environ.get(ROOT_VARIABLE) or DEFAULT_ROOT)
-
-
-def _visible_files(folder: Path) -> list[Path]:
-    out = []
-    for path in sorted(folder.rglob("*")):
-        parts = path.relative_to(folder).parts
-        if path.is_file() and not any(
-            p.startswith(".") or p in ("__MACOSX", ".ipynb_checkpoints") for p in parts
-        ):
-            out.append(path)
-    return out
-
-
-def find_notebook(submission: Path, scratch: Path) -> tuple[Path | None, str]:
-    """The submission's one notebook as a file in ``scratch`` (a zip's ``.ipynb``
-    read by name, never extracted where the zip says), or None and why not."""
-    files = _visible_files(submission) if submission.is_dir() else []
-    notebooks = [p for p in files if p.suffix == ".ipynb"]
-    zips = [p for p in files if p.suffix == ".zip"]
-    target = scratch / "submission.ipynb"
-    if len(notebooks) > 1:
-        names = ", ".join(p.name for p in notebooks[:4])
-        return None, f"the submission holds {len(notebooks)} notebooks ({names}): hand in one"
-    if notebooks:
-        if notebooks[0].stat().st_size > MAX_NOTEBOOK:
-            return None, f"{notebooks[0].name} is larger than {MAX_NOTEBOOK // 2**20} MiB"
-        shutil.copyfile(notebooks[0], target)
-        return target, ""
-    if len(zips) == 1:
-        try:
-            with zipfile.ZipFile(zips[0]) as archive:
-                members = [
-                    m
-                    for m in archive.infolist()
-                    if m.filename.endswith(".ipynb")
-                    and not any(p.startswith(".") or p == "__MACOSX" for p in m.filename.split("/"))
-                ]
-                if len(members) != 1:
-                    return None, (
-                        f"the zip {zips[0].name} holds {len(members)} notebooks: it must hold one"
-                    )
-                if members[0].file_size > MAX_NOTEBOOK:
-                    return None, f"{members[0].filename} is larger than {MAX_NOTEBOOK // 2**20} MiB"
-                target.write_bytes(archive.read(members[0]))
-                return target, ""
-        except zipfile.BadZipFile:
-            return None, f"{zips[0].name} is not a zip file"
-    seen = ", ".join(p.name for p in files[:6]) or "nothing"
-    return None, (
-        f"no notebook found (the submission holds {seen}): hand in the .ipynb, "
-        "or the zip that its last cell makes"
-    )
-
-
-def not_a_notebook(path: Path) -> str | None:
-    """Why ``path`` is not a Jupyter notebook that can be run, or None."""
-    try:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        what = "empty" if path.stat().st_size == 0 else f"not JSON ({type(err).__name__})"
-        return f"the notebook file is {what}: it cannot be read as a notebook"
-    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-        return "the file is JSON but not a Jupyter notebook (it has no list of cells)"
-    return None
 
 
 def isolation(check=sandbox.check, euid=os.geteuid) -> tuple[dict | None, str]:
@@ -384,11 +317,8 @@ def grade(root: Path, *, timeout: float, question_timeout: float) -> dict:
     if not questions:
         return zero("the autograder holds no checked question", grading_error=True)
     with tempfile.TemporaryDirectory(prefix="attnbook-gradescope-") as scratch:
-        notebook, why = find_notebook(submission, Path(scratch))
+        notebook, why = notebook_in(submission, Path(scratch))
         if notebook is None:
-            return zero(why, grading_error=False)
-        why = not_a_notebook(notebook)
-        if why is not None:
             return zero(why, grading_error=False)
         options, note = isolation()
         if options is None:
