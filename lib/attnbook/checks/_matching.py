@@ -63,13 +63,9 @@ def reference_mutants(check: str) -> tuple[Callable, list[tuple[Mutant, Callable
 
 def _alike(reader: _Outcome, other: _Outcome) -> bool:
     """The checker's agreement, stricter for exceptions: same type and same message."""
-    if reader.error is not None or other.error is not None:
-        return (
-            reader.error is not None
-            and other.error is not None
-            and type(reader.error) is type(other.error)
-            and str(reader.error) == str(other.error)
-        )
+    both_raised = reader.error is not None and other.error is not None
+    if both_raised and str(reader.error) != str(other.error):
+        return False
     return _agree(reader, other)
 
 
