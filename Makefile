@@ -46,7 +46,7 @@ PORT ?= 8000
 
 .PHONY: help install lock colab-env lint book site test check test-lib test-book test-browser \
         test-notebooks test-sources test-slow test-fresh-site test-site test-widgets-ipyw7 test-jupyter test-cpus pdf colab lab notebooks serve bench clean \
-        slides readers-edition dist release reopen otter-env assignments grade lms \
+        slides readers-edition part-symbols dist release reopen otter-env assignments grade lms \
         lm-checkpoint seq2seq-runs positions-sweep vit-sweep live-weights test-live-js
 
 help:
@@ -343,7 +343,7 @@ SOURCE_TESTS := tests/test_notebooks.py tests/test_solution_pointers.py tests/te
   tests/test_regression_bites.py tests/test_release.py tests/test_readme.py \
   tests/test_instructor_guide.py tests/test_slides.py tests/test_exercise_metadata.py tests/test_grade.py tests/test_lms.py \
   tests/test_student_edition.py tests/test_cpu_paths.py \
-  tests/test_install.py tests/test_mutants.py
+  tests/test_install.py tests/test_mutants.py tests/test_part_symbols.py
 test-book: test-notebooks
 	$(BUILD_BOOK)
 	$(BIN)/python -m pytest -p no:cacheprovider $(TIMES_REPORT) -q -m "not slow" $(BOOK_TESTS) \
@@ -475,6 +475,11 @@ notebooks: $(STAMP) $(KERNEL_PROFILE)
 # after editing a chapter's text; `make test` fails while it is out of date.
 readers-edition: $(STAMP)
 	$(BIN)/python tools/readers_edition.py
+
+# Each Part's symbols, from book/notation.md, at the start of the Part's first
+# chapter (tools/part_symbols.py); then run make readers-edition.
+part-symbols: $(STAMP)
+	$(BIN)/python -m tools.part_symbols
 
 # The student edition of every chapter (_build/student/NAME.ipynb, a few
 # seconds): the reader's edition without the solutions, for handouts and lab
