@@ -351,7 +351,7 @@ def check_masked_softmax(
             torch.tensor([2, 1]),
             "a masked score must never take part, however large: leave it out of the "
             "maximum, and zero it before exponentiating (exp(1e30) is inf, and inf * 0 "
-            "is NaN); " + steps,
+            "is NaN); " + _see("Why not zero the padding afterwards?", _MASKED),
         ),
         case(
             "real scores around -1e7 (below a fill of -1e6)",
