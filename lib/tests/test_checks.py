@@ -747,6 +747,16 @@ def test_check_entropy_hint():
     assert "torch.xlogy" in repr(report)
 
 
+def test_check_entropy_points_to_the_section_on_how_sharp_a_row_is():
+    """The entropy hints send the reader to the section that teaches how a softmax
+    row goes from even to one-hot (what its entropy measures), not to "Exercises"."""
+    section = 'see "What an unscaled score does to softmax" in Attention Scoring Functions'
+    report = checks.check_entropy(entropy_naive)
+    assert section in repr(report) and '"Exercises"' not in repr(report)
+    for mistake in checks.check_entropy.mistakes:
+        assert mistake.diagnosis.endswith(section), mistake.name
+
+
 def test_check_scaled_dot_product_unscaled_fails_every_case():
     report = checks.check_scaled_dot_product(sdp_unscaled)
     assert len(report.failures) == len(report.lines)

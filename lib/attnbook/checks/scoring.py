@@ -165,7 +165,9 @@ def check_scaled_dot_product(
     )
 
 
-_ENTROPY = _see("Exercises", _SCORING)
+# The exercise states the formula; this section teaches what it measures, a row
+# of weights going from even (log n) to one-hot (0) as the scores spread.
+_ENTROPY = _see("What an unscaled score does to softmax", _SCORING)
 
 
 @knows(
