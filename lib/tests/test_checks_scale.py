@@ -427,3 +427,15 @@ def test_the_off_by_one_mask_is_named_even_with_an_unguarded_division():
     assert not report.passed
     assert report.mistake == "off by one, 0 / 0", repr(report)
     assert "keep key j when j <= i" in report.diagnosis
+
+
+def test_tiled_causal_hints_use_the_chapters_names():
+    """Cold reader: a hint said ``acc / l`` where the chapter writes the running
+    output u and the running sum lambda (``l`` in its code)."""
+    diagnoses = [m.diagnosis for m in checks.check_tiled_causal.mistakes]
+    assert not [text for text in diagnoses if "acc" in text]
+    named = {m.name: m.diagnosis for m in checks.check_tiled_causal.mistakes}
+    assert "return u / l" in named["not divided by the sum"]
+    assert "u / l (the running output u over the running sum lambda" in named["off by one, 0 / 0"]
+    for name in ("maximum starts at 0", "a sum for the maximum", "a mean for the maximum"):
+        assert "u / l of the running output by the running sum" in named[f"{name}, 0 / 0"]

@@ -177,10 +177,10 @@ _SHIFTS = (
     Mistake(
         "off by one, 0 / 0",
         lambda q, k, v, b: _tiled(q, k, v, b, visible=lambda cols, rows: cols < rows, guard=False),
-        "this looks like the mask j < i with a division acc / l: query i sees itself too, "
-        "keep key j when j <= i; with j < i query 0 sees no key at all, its running sum "
-        "stays 0 and acc / l is 0 / 0 = NaN (the NaN is a symptom of the mask, not of the "
-        "division); " + _TILED,
+        "this looks like the mask j < i with a plain division u / l (the running output u "
+        "over the running sum lambda, l in code): query i sees itself too, keep key j when "
+        "j <= i; with j < i query 0 sees no key at all, its running sum stays 0 and u / l "
+        "is 0 / 0 = NaN (the NaN is a symptom of the mask, not of the division); " + _TILED,
     ),
     Mistake(
         "one key too far",
@@ -247,8 +247,9 @@ _SHIFTS = (
     Mistake(
         "not divided by the sum",
         lambda q, k, v, b: _tiled(q, k, v, b, normalise=False),
-        "this looks like the running output returned without the final division by the "
-        "running sum l: the weights of a row must add up to 1, so return acc / l; " + _TILED,
+        "this looks like the running output u returned without the final division by the "
+        "running sum lambda (l in code): the weights of a row must add up to 1, so return "
+        "u / l; " + _TILED,
     ),
     Mistake(
         "no rescale",
@@ -264,13 +265,14 @@ _SHIFTS = (
         "multiply both by exp(m - m') when the maximum grows; " + _TILED,
     ),
     *_SHIFTS,
-    # The same three with a plain acc / l at the end: 0 / 0 = NaN where the sum underflowed.
+    # The same three with a plain u / l at the end: 0 / 0 = NaN where the sum underflowed.
     *(
         Mistake(
             f"{m.name}, 0 / 0",
             lambda q, k, v, b, m=m, kw=kw: _tiled(q, k, v, b, guard=False, **kw),
             m.diagnosis.replace("; " + _TILED, "")
-            + " (with a plain acc / l, a running sum that underflowed to 0 or overflowed "
+            + " (with a plain division u / l of the running output by the running sum, a sum "
+            "that underflowed to 0 or overflowed "
             "to inf then gives NaN: a symptom of the shift, not of the division); " + _TILED,
         )
         for m, kw in (
