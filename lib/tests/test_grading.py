@@ -373,8 +373,9 @@ def test_concept_answers_are_judged_in_the_grader_with_the_books_feedback(tmp_pa
         "B: not right. The larger score gets the larger weight: the second key's."
         in (lines["concept_scores-row"])
     )
-    assert "C: not right. The width sets how far the kernel reaches." in (
-        lines["concept_width-predict"]
+    assert (
+        "C: not right. The width sets how far the kernel reaches."
+        in (lines["concept_width-predict"])
     )
     assert lines["concept_far-weight"][1].endswith("fixture-chapter.html#sec-b")
 

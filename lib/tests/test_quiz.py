@@ -69,7 +69,7 @@ BREAKS = [
     ('values = { ratio = "3.4" }', "values = { ratio = 3.4 }", "values must map names"),
     ("value = 0.75", "value = 0.252", "within the tolerance of the answer"),
     (
-        '[[question.wrong]]\nvalue = 0.75\nfeedback = "That is the other key\'s weight. '
+        "[[question.wrong]]\nvalue = 0.75\nfeedback = \"That is the other key's weight. "
         'Read the order of the scores again."',
         "",
         "at least one",
