@@ -269,39 +269,11 @@ def test_the_student_folder_says_how_to_install(built):
     assert "git+" not in readme  # nothing from a git host
 
 
-# Concept questions (attnbook.quiz): a fixture file for masked-softmax, given to the
-# build through attnbook.quiz's loader (the chapters' own files are not needed).
-CONCEPTS = """
-[[question]]
-id = "what-mask-does"
-kind = "choice"
-ordered = true  # the key stays A
-section = "sec-x"
-prompt = "What does a mask do to a score?"
-[[question.option]]
-text = "Sets it to a large negative number."
-correct = true
-feedback = "Softmax then gives it a weight of almost zero."
-[[question.option]]
-text = "Sets it to zero."
-feedback = "A score of zero still gets weight: exp(0) is 1, not 0."
-[[question.option]]
-text = "Removes the key from the tensor."
-feedback = "The shapes stay the same: masking only changes the values."
-
-[[question]]
-id = "weight-left"
-kind = "numeric"
-section = "sec-x"
-prompt = "Two equal scores, one masked: the weight of the other?"
-answer = 1
-tolerance = 0.01
-feedback = "All the weight goes to the one key left."
-otherwise = "Masked keys get no weight; the rest share all of it."
-[[question.wrong]]
-value = 0.5
-feedback = "That ignores the mask: both keys would share the weight."
-"""
+# Concept questions (attnbook.quiz): the fixture that both test trees share
+# (lib/tests/quiz_fixture.toml), as masked-softmax's file, given to the build through
+# attnbook.quiz's loader (the chapters' own files are not needed). Two of its questions
+# are built: the single-answer choice (its key is C, the file's order) and the numeric one.
+CONCEPTS = (ROOT / "lib" / "tests" / "quiz_fixture.toml").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -311,7 +283,7 @@ def concept_built(tmp_path_factory):
     from attnbook.quiz import _data
 
     out = tmp_path_factory.mktemp("concepts")
-    keys = "masked-softmax/what-mask-does,masked-softmax/weight-left"
+    keys = "masked-softmax/variance-grows,masked-softmax/far-weight"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_data, "load", lambda chapter: quiz.parse(chapter, CONCEPTS))
         patch.setattr(_data, "chapters", lambda: ["masked-softmax"])
@@ -328,23 +300,23 @@ def test_concept_questions_are_graded_with_the_books_feedback(concept_built, tmp
     always says yes earns nothing."""
     student = nbformat.read(concept_built / "student" / "masked-softmax.ipynb", as_version=4)
     text = "\n".join(c.source for c in student.cells)
-    assert "- **A.** Sets it to a large negative number." in text
-    assert 'answers["what-mask-does"] = ...' in text and 'answers["weight-left"] = ...' in text
-    assert 'answers["what-mask-does"] = "A"' not in text
+    assert "- **C.** Each of the d products adds variance." in text
+    assert 'answers["variance-grows"] = ...' in text and 'answers["far-weight"] = ...' in text
+    assert 'answers["variance-grows"] = "C"' not in text
     solved = nbformat.read(concept_built / "autograder" / "masked-softmax.ipynb", as_version=4)
-    assert 'answers["what-mask-does"] = "A"' in "\n".join(c.source for c in solved.cells)
+    assert 'answers["variance-grows"] = "C"' in "\n".join(c.source for c in solved.cells)
     nbformat.write(solved, tmp_path / "solutions.ipynb")
     nbformat.write(student, tmp_path / "untouched.ipynb")
     for name, one, two in [
-        ("wrong", '"b"', "0.5"),
+        ("wrong", '"b"', "0.75"),
         ("lying", 'A("Z")', "A(2.0)"),
     ]:
         wrong = nbformat.read(concept_built / "student" / "masked-softmax.ipynb", as_version=4)
         for cell in wrong.cells:
             cell.source = cell.source.replace(
-                '["what-mask-does"] = ...', f'["what-mask-does"] = {one}'
+                '["variance-grows"] = ...', f'["variance-grows"] = {one}'
             )
-            cell.source = cell.source.replace('["weight-left"] = ...', f'["weight-left"] = {two}')
+            cell.source = cell.source.replace('["far-weight"] = ...', f'["far-weight"] = {two}')
         lie = "class A(str):\n    def __eq__(self, other):\n        return True\n\n    __hash__ = str.__hash__"
         if name == "lying":
             wrong.cells.insert(3, nbformat.v4.new_code_cell(lie))
@@ -367,12 +339,14 @@ def test_concept_questions_are_graded_with_the_books_feedback(concept_built, tmp
     with (tmp_path / "grades.csv").open() as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
     assert [c for c in next(iter(rows.values())) if c.startswith("concept_")] == [
-        "concept_what_mask_does",
-        "concept_weight_left",
+        "concept_variance_grows",
+        "concept_far_weight",
     ]
     totals = {name: row["total"] for name, row in rows.items()}
     assert totals == {"solutions": "2.00", "untouched": "0.00", "wrong": "0.00", "lying": "0.00"}
     feedback = (tmp_path / "feedback" / "wrong.txt").read_text()
-    assert "B: not right. A score of zero still gets weight: exp(0) is 1, not 0." in feedback
-    assert "Not quite. That ignores the mask: both keys would share the weight." in feedback
+    assert "B: not right. The scale removes the growth." in feedback
+    assert "Not quite. That is the other key's weight. Read the order of the scores again." in (
+        feedback
+    )
     assert "not answered yet" in (tmp_path / "feedback" / "untouched.txt").read_text()

@@ -19,7 +19,7 @@ import pytest
 from attnbook import quiz
 from tests.test_reading import DESKTOP, PHONE, blocking_violations
 from tools.browser import Offline
-from tools.site import require_site, serve
+from tools.site import ROOT, require_site, serve
 
 
 @pytest.fixture(scope="module")
@@ -160,72 +160,9 @@ def test_phone_width_answers_without_sideways_scroll(browser, site_url, chapter)
         assert overflow <= 1, f"{chapter} scrolls sideways by {overflow}px at 390 px"
 
 
-SAMPLE = """
-[[question]]
-id = "pick"
-kind = "choice"
-ordered = true
-section = "sec-a"
-prompt = "Which row sums to one, $w$ or $s$?"
-[[question.option]]
-text = "the weights"
-correct = true
-feedback = "yes"
-[[question.option]]
-text = "the scores"
-feedback = "no"
-[[question.option]]
-text = "both"
-feedback = "no, both"
-
-[[question]]
-id = "several"
-kind = "choice"
-section = "sec-a"
-multiple = true
-prompt = "Select all that apply."
-[[question.option]]
-text = "one"
-correct = true
-feedback = "yes one"
-[[question.option]]
-text = "two"
-correct = true
-feedback = "yes two"
-[[question.option]]
-text = "three"
-feedback = "no three"
-
-[[question]]
-id = "number"
-kind = "numeric"
-section = "sec-a"
-prompt = "Softmax of [0, ln 3]: the first weight?"
-answer = 0.25
-tolerance = 0.005
-feedback = "1/(1+3)."
-otherwise = "Exponentiate, then normalise."
-[[question.wrong]]
-value = 0.75
-feedback = "That is the other key."
-
-[[question]]
-id = "guess"
-kind = "predict"
-section = "sec-a"
-prompt = "What happens?"
-look = "Move the slider to 8."
-[[question.option]]
-text = "it sharpens"
-correct = true
-feedback = "yes"
-[[question.option]]
-text = "it flattens"
-feedback = "no"
-[[question.option]]
-text = "nothing"
-feedback = "no, nothing"
-"""
+# The concept questions' fixture that both test trees share (lib/tests/quiz_fixture.toml):
+# one question of each kind (single and several-answer choice, numeric, predict).
+SAMPLE = (ROOT / "lib" / "tests" / "quiz_fixture.toml").read_text(encoding="utf-8")
 
 
 def sample_page(tmp_path, replace=("", "")) -> list[quiz.Question]:
@@ -264,10 +201,13 @@ def test_every_kind_works_on_a_page_of_fragments(browser, tmp_path):
     with Offline(browser, viewport=PHONE) as offline, serve(tmp_path) as base:
         offline.page.goto(f"{base}/index.html")
         answer_all(offline.page, questions)
-        # Keyboard only: Tab to the first option, Space to pick it, Tab, Enter to check.
+        # Keyboard only: Tab to the first option, Space to pick it, the arrow down to the
+        # key (the radio buttons are one group), Tab, Enter to check.
         offline.page.reload()
         offline.page.keyboard.press("Tab")
         offline.page.keyboard.press("Space")
+        for _ in range(questions[0].right[0]):
+            offline.page.keyboard.press("ArrowDown")
         offline.page.keyboard.press("Tab")
         offline.page.keyboard.press("Enter")
         assert shown(offline.page.locator(".attnbook-quiz").first)["verdict"] == "Right."
@@ -309,6 +249,6 @@ def test_the_anywidget_module_renders_as_jupyter_and_colab_call_it(browser, tmp_
         offline.page.wait_for_selector("body[data-done='1']")
         answer_all(offline.page, questions)
         first = offline.page.locator(".attnbook-quiz-prompt").first.inner_text()
-        assert "Which row sums to one, w or s?" in first, first
+        assert "Why does the variance of qᵀ k grow with d, the length" in first, first
         assert 'href="https://' in widgets[0].html  # links to the website from a notebook
     assert offline.blocked == [] and offline.errors == []

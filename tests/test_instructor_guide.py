@@ -228,57 +228,9 @@ def test_the_concept_list_agrees_with_attnbook_quiz(filled):
     assert "@article{crouch2001peer," in (BOOK / "references.bib").read_text()
 
 
-GUIDE_TOML = r"""
-[[question]]
-id = "several"
-kind = "choice"
-section = "sec-one"
-multiple = true
-ordered = true  # the file's order, so the key is A, C
-prompt = 'A row of **scores** is $[0, \ln 3]$ (e.g. two keys). Select all that apply.'
-[[question.option]]
-text = "a"
-correct = true
-feedback = "x"
-[[question.option]]
-text = "b"
-feedback = "y"
-[[question.option]]
-text = "c"
-correct = true
-feedback = "z"
-
-[[question]]
-id = "far-weight"
-kind = "numeric"
-section = "sec-two"
-prompt = "Softmax of [0, ln 3]: the weight of the first key? Two decimals."
-answer = 0.25
-tolerance = 0.005
-feedback = "1/(1+3)."
-otherwise = "Exponentiate then normalise."
-[[question.wrong]]
-value = 0.75
-feedback = "The other key."
-
-[[question]]
-id = "predict-it"
-kind = "predict"
-section = "sec-two"
-deck = true
-prompt = "Move `width` to 0.1: what happens to the curve? Predict first."
-look = "Move the slider."
-[[question.option]]
-text = "x"
-feedback = "a"
-[[question.option]]
-text = "y"
-correct = true
-feedback = "b"
-[[question.option]]
-text = "z"
-feedback = "c"
-"""
+# The concept questions' fixture that both test trees share (lib/tests/quiz_fixture.toml:
+# one question of each kind, in the file's order, so the keys are C; A, C; B).
+GUIDE_TOML = (ROOT / "lib" / "tests" / "quiz_fixture.toml").read_text(encoding="utf-8")
 
 
 def test_each_question_is_listed_with_its_number_kind_idea_section_and_key(monkeypatch):
@@ -289,25 +241,28 @@ def test_each_question_is_listed_with_its_number_kind_idea_section_and_key(monke
     section = concept_section(guide.fill(PAGE.read_text()))
     assert guide.parse_concept_list(section) == expected_concept_list(questions)
     assert guide.parse_concept_list(section)["masked-softmax"] == [
-        (1, "choice", "sec-one", "A, C"),
-        (2, "numeric", "sec-two", "0.25 (± 0.005)"),
-        (3, "predict", "sec-two", "B"),
+        (1, "choice", "sec-a", "C"),
+        (2, "choice", "sec-a", "A, C"),
+        (3, "numeric", "sec-b", "0.25 (± 0.005)"),
+        (4, "predict", "sec-b", "B"),
     ]
     lines = section.splitlines()
-    assert "3 questions; question 3 is the deck's concept test." in lines
+    assert "4 questions; question 1 is the deck's concept test." in lines
     assert (
-        r"- **Question 1** (choice, several answers), after {ref}`sec-one`: "
+        r"- **Question 2** (choice, several answers), after {ref}`sec-a`: "
         r"A row of scores is $[0, \ln 3]$ \(e\.g\. two keys\)\. Key: **A, C**."
     ) in lines  # the idea: the prompt's first sentence, plain, its maths kept
-    assert "- **Question 3** (predict, in the deck), after {ref}`sec-two`: " in section
+    assert "- **Question 1** (choice, in the deck), after {ref}`sec-a`: " in section
     assert "### {doc}`Scoring" not in section  # a chapter without a question file: left out
 
 
 def test_a_broken_question_file_stops_the_guide(monkeypatch):
     from attnbook import quiz
 
-    broken = GUIDE_TOML.replace('correct = true\nfeedback = "b"', 'feedback = "b"')
+    broken = GUIDE_TOML.replace(
+        'correct = true\nfeedback = "A narrow kernel', 'feedback = "A narrow kernel'
+    )
     monkeypatch.setattr(quiz, "chapters", lambda: ["masked-softmax"])
     monkeypatch.setattr(quiz, "load", lambda name: quiz.parse(name, broken))
-    with pytest.raises(quiz.QuestionError, match="predict-it.*exactly one right option"):
+    with pytest.raises(quiz.QuestionError, match="width-predict.*exactly one right option"):
         guide.fill(PAGE.read_text())

@@ -13,7 +13,7 @@ import pytest
 
 from tools import slides
 from tools.book_index import site_url
-from tools.site import BOOK, config, read_notebook
+from tools.site import BOOK, ROOT, config, read_notebook
 
 SLIDE_NOTEBOOKS = sorted(slides.SOURCES.glob("*.ipynb"))
 
@@ -227,50 +227,11 @@ def test_a_deck_reuses_nbvals_executed_copy_only_when_its_cells_are_the_notebook
     assert slides.executed_copy(source, tmp_path) is None
 
 
-# A chapter's concept questions (attnbook.quiz's format), for the decks' concept test: the
-# deck question's key is C, its wrong options' feedback has two sentences each (only the
-# first, naming the misconception, goes on the slide), and it writes maths.
-CONCEPT_TOML = r"""
-[[question]]
-id = "a-first-one"
-kind = "choice"
-section = "sec-a"
-prompt = "Not the deck's question. Which?"
-[[question.option]]
-text = "One"
-correct = true
-feedback = "Yes."
-[[question.option]]
-text = "Two"
-feedback = "No."
-[[question.option]]
-text = "Three"
-feedback = "No."
-
-[[question]]
-id = "scale-and-winner"
-kind = "choice"
-section = "sec-b"
-deck = true
-prompt = '''
-The scores of one query are divided by $\sqrt{d}$ with $d = 64$. What happens to the
-**largest** weight of its row? Think of the softmax as *temperature*.
-'''
-[[question.option]]
-text = "It stays the same: dividing every score by the same number keeps the ranking."
-feedback = "This confuses the ranking with the weights. The order is kept, the gaps shrink."
-[[question.option]]
-text = 'It grows, since the division by $\sqrt{d}$ sharpens the row.'
-feedback = 'This reads the scale as a sharpener. Dividing by $\sqrt{d} = 8$ shrinks every gap.'
-reread = "sec-a"
-[[question.option]]
-text = "It shrinks, and the row moves toward uniform weights."
-correct = true
-feedback = 'Right. Dividing by 8 shrinks every gap between scores, and $\exp$ of smaller gaps is a flatter row.'
-[[question.option]]
-text = 'It becomes exactly $1/\sqrt{d}$ for every key.'
-feedback = "This mistakes the scale for the weights themselves. The weights still depend on the scores."
-"""
+# A chapter's concept questions, for the decks' concept test: the fixture that both test
+# trees share (lib/tests/quiz_fixture.toml). Its deck question is the first: its key is C
+# (the file's order), one wrong option's feedback has two sentences (only the first,
+# naming the misconception, goes on the slide), and it writes maths and bold.
+CONCEPT_TOML = (ROOT / "lib" / "tests" / "quiz_fixture.toml").read_text(encoding="utf-8")
 
 
 def concept_questions(monkeypatch, chapters: dict[str, str]) -> None:
@@ -333,7 +294,7 @@ def test_a_deck_question_makes_two_concept_slides_before_the_last(monkeypatch):
     from attnbook import quiz
 
     concept_questions(monkeypatch, {"a-deck": CONCEPT_TOML})
-    question = quiz.load("a-deck")[1]
+    question = next(q for q in quiz.load("a-deck") if q.deck)
     sections = sections_of(slides.deck_html(three_slides(), "a-deck"))
     assert len(sections) == 5
     check_concept_slides(sections, question)
@@ -341,39 +302,26 @@ def test_a_deck_question_makes_two_concept_slides_before_the_last(monkeypatch):
     assert "Answer: C" in text_of(answer)
     assert '<li data-correct="1"><span class="attnbook-concept-letter">C.</span>' in answer
     # The misconception is the feedback's first sentence; the rest is in the notes only.
-    assert "This confuses the ranking with the weights." in answer
-    assert "The order is kept" not in answer and "The order is kept" in sections[-2]
-    assert r"Right : Dividing by 8 shrinks every gap between scores, and \(\exp\) of" in text_of(
-        answer
-    )
-    assert "Right. Dividing" not in answer
-    assert r'<span class="math notranslate nohighlight">\(\sqrt{d}\)</span>' in sections[-3]
-    assert "<strong>largest</strong>" in sections[-3]
+    assert "That is a consequence, not the cause." in answer
+    assert "The softmax comes after" not in answer and "The softmax comes after" in sections[-2]
+    assert r"Right : Each of the \(d\) products adds variance 1, so their sum" in text_of(answer)
+    assert "Right. Each" not in answer
+    assert r'<span class="math notranslate nohighlight">\(q^\top k\)</span>' in sections[-3]
+    assert "<strong>length</strong>" in sections[-3]
 
 
 def test_a_numeric_deck_question_shows_its_number_as_the_answer(monkeypatch):
-    numeric = """
-[[question]]
-id = "far-weight"
-kind = "numeric"
-section = "sec-a"
-deck = true
-prompt = "Softmax of [0, ln 3]: the weight of the first key?"
-answer = 0.25
-tolerance = 0.005
-feedback = "1/(1+3)."
-otherwise = "Exponentiate then normalise."
-[[question.wrong]]
-value = 0.75
-feedback = "That is the other key. Read the order again."
-"""
+    # The fixture with its numeric question as the deck's.
+    numeric = CONCEPT_TOML.replace("deck = true\n", "").replace(
+        'kind = "numeric"', 'kind = "numeric"\ndeck = true'
+    )
     concept_questions(monkeypatch, {"a-deck": numeric})
     sections = sections_of(slides.deck_html(three_slides(), "a-deck"))
     answer = sections[-2].split('<aside class="notes">')[0]
     assert 'data-concept="question"' in sections[-3] and "Your answer" in sections[-3]
     assert "Answer: 0.25 (± 0.005)" in text_of(answer)
-    assert "0.75: That is the other key." in text_of(answer)
-    assert "fragment" in answer and "Read the order again" in sections[-2]
+    assert "0.75: That is the other key's weight." in text_of(answer)
+    assert "fragment" in answer and "Read the order of the scores again" in sections[-2]
 
 
 def test_a_chapter_without_a_deck_question_gets_no_concept_slides(monkeypatch):

@@ -15,6 +15,7 @@ import os
 import socket
 import time
 import uuid
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -311,58 +312,9 @@ def test_a_forbidden_shortcut_is_refused_through_the_grader(tmp_path, cell):
     assert report.mistake.startswith("refused"), repr(report)
 
 
-# Concept questions (attnbook.grading.concepts): a fixture chapter, parsed here.
-CONCEPT_TOML = """
-[[question]]
-id = "variance-grows"
-kind = "choice"
-ordered = true  # the file's order: the key is A
-section = "sec-why-sqrt-d"
-prompt = "How does the variance of q·k change when d doubles?"
-[[question.option]]
-text = "It doubles."
-correct = true
-feedback = "Each of the d products adds variance 1."
-[[question.option]]
-text = "It stays the same."
-feedback = "That is after the 1/√d scale."
-[[question.option]]
-text = "It quadruples."
-feedback = "That would be the square of the scale."
-
-[[question]]
-id = "far-weight"
-kind = "numeric"
-section = "sec-why-sqrt-d"
-prompt = "Softmax of [0, ln 3]: the weight of the first key?"
-answer = 0.25
-tolerance = 0.005
-feedback = "1/(1+3)."
-otherwise = "Exponentiate, then normalise."
-[[question.wrong]]
-value = 0.75
-feedback = "That is the other key's weight."
-
-[[question]]
-id = "which-mask"
-kind = "predict"
-ordered = true
-section = "sec-why-sqrt-d"
-prompt = "Which positions does the mask hide? Select all that apply."
-look = "Move the slider."
-multiple = true
-[[question.option]]
-text = "The padding"
-correct = true
-feedback = "Padding is never attended to."
-[[question.option]]
-text = "The future"
-correct = true
-feedback = "A causal mask hides later positions."
-[[question.option]]
-text = "The query itself"
-feedback = "The diagonal stays: a position attends to itself."
-"""
+# Concept questions (attnbook.grading.concepts): the concept questions' fixture that
+# both test trees share (quiz_fixture.toml, one question of each kind), as a chapter.
+CONCEPT_TOML = Path(__file__).with_name("quiz_fixture.toml").read_text(encoding="utf-8")
 
 
 def concept_questions() -> list[score.Concept]:
@@ -385,37 +337,47 @@ def test_concept_answers_are_judged_in_the_grader_with_the_books_feedback(tmp_pa
     questions = [*concept_questions(), QUESTIONS[0]]
     right = concept_notebook(
         tmp_path,
-        'answers["variance-grows"] = "a"',
+        'answers["variance-grows"] = "c"',
+        'answers["scores-row"] = {"A", "C"}',
         'answers["far-weight"] = "1/4"',
-        'answers["which-mask"] = {"A", "B"}',
+        'answers["width-predict"] = "B"',
         RIGHT,
     )
     graded = score.grade_notebook(right, questions, timeout=60)
     assert graded.status == "graded", graded.reason
     assert graded.scores == {
         "concept_variance-grows": 1.0,
+        "concept_scores-row": 1.0,
         "concept_far-weight": 1.0,
-        "concept_which-mask": 1.0,
+        "concept_width-predict": 1.0,
         "causal_lengths": 1.0,
     }
     wrong = concept_notebook(
         tmp_path,
-        'answers["variance-grows"] = "C"',
+        'answers["variance-grows"] = "B"',
+        'answers["scores-row"] = "A, B"',
         'answers["far-weight"] = 0.75',
-        'answers["which-mask"] = "A, C"',
+        'answers["width-predict"] = "C"',
         name="wrong",
     )
     graded = score.grade_notebook(wrong, questions, timeout=60)
     assert graded.scores["concept_variance-grows"] == 0.0
-    assert graded.scores["concept_far-weight"] == graded.scores["concept_which-mask"] == 0.0
+    assert graded.scores["concept_far-weight"] == graded.scores["concept_scores-row"] == 0.0
+    assert graded.scores["concept_width-predict"] == 0.0
     lines = graded.lines
-    assert "C: not right. That would be the square of the scale." in lines["concept_variance-grows"]
-    assert lines["concept_far-weight"][0] == "Not quite. That is the other key's weight."
-    assert (
-        "C: not right. The diagonal stays: a position attends to itself."
-        in (lines["concept_which-mask"])
+    assert "B: not right. The scale removes the growth." in lines["concept_variance-grows"]
+    assert lines["concept_far-weight"][0] == (
+        "Not quite. That is the other key's weight. Read the order of the scores again."
     )
-    assert lines["concept_far-weight"][1].endswith("fixture-chapter.html#sec-why-sqrt-d")
+    assert (
+        "B: not right. The larger score gets the larger weight: the second key's."
+        in (lines["concept_scores-row"])
+    )
+    assert (
+        "C: not right. The width sets how far the kernel reaches."
+        in (lines["concept_width-predict"])
+    )
+    assert lines["concept_far-weight"][1].endswith("fixture-chapter.html#sec-b")
 
 
 LIES = {
@@ -435,7 +397,7 @@ LIES = {
     ),
     "the judge patched": (
         "import attnbook.grading.concepts as c\nc.judge = lambda *a: (True, [])\n"
-        "c._is = lambda *a: True\nanswers['variance-grows'] = 'C'\nanswers['far-weight'] = 9"
+        "c._is = lambda *a: True\nanswers['variance-grows'] = 'A'\nanswers['far-weight'] = 9"
     ),
 }
 

@@ -7,63 +7,15 @@ here each rule of the format is shown to refuse a file that breaks it.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from attnbook import quiz
 
-GOOD = """
-[[question]]
-id = "grows"
-kind = "choice"
-section = "sec-a"
-deck = true
-values = { ratio = "3.4" }
-prompt = '''The ratio is 3.4. Why does the variance of $q^\\top k$ grow with *d*?'''
-[[question.option]]
-text = "Each of the d products adds variance."
-correct = true
-feedback = "Right: **d** terms."
-[[question.option]]
-text = "Because the softmax sharpens."
-feedback = "That is a consequence, not the cause."
-reread = "other-page#sec-b"
-[[question.option]]
-text = "Because of the scale `1/√d`."
-feedback = "The scale removes the growth."
-
-[[question]]
-id = "weight"
-kind = "numeric"
-section = "sec-a"
-prompt = "Softmax of [0, ln 3]: the first weight?"
-answer = 0.25
-tolerance = 0.005
-feedback = "1/(1+3)."
-otherwise = "Exponentiate, then normalise."
-[[question.wrong]]
-value = 0.75
-feedback = "That is the other key's weight."
-
-[[question]]
-id = "look"
-kind = "predict"
-section = "sec-a"
-multiple = true
-prompt = "Which two change? Select all that apply."
-look = "Move the slider to 8."
-[[question.option]]
-text = "the first"
-correct = true
-feedback = "a"
-[[question.option]]
-text = "the second"
-correct = true
-feedback = "b"
-[[question.option]]
-text = "the third"
-feedback = "c"
-"""
+# The concept questions' fixture that both test trees share (one question of each kind;
+# its header says what each holds). Each rule below breaks it in one place.
+GOOD = (Path(__file__).with_name("quiz_fixture.toml")).read_text(encoding="utf-8")
 
 
 def parse(text=GOOD):
@@ -71,16 +23,18 @@ def parse(text=GOOD):
 
 
 def test_a_good_file_reads_with_every_field():
-    grows, weight, look = parse(GOOD.replace('id = "look"', 'id = "look"\nordered = true'))
+    grows, row, weight, look = parse()
     by_text = {o.text: o for o in grows.options}
-    assert grows.key == "chap/grows" and grows.deck
+    assert grows.key == "chap/variance-grows" and grows.deck
     assert [grows.options[i].text for i in grows.right] == ["Each of the d products adds variance."]
     assert by_text["Because the softmax sharpens."].reread == "other-page#sec-b"
     # the reread defaults to the question's section
     assert by_text["Because of the scale `1/√d`."].reread == "chap#sec-a"
     assert weight.answer == 0.25 and weight.wrong[0].tolerance == 0.005
-    assert look.right == (0, 1) and look.look.startswith("Move")  # ordered: the file's order
-    assert quiz.key_text(weight) == "0.25 (± 0.005)" and quiz.key_text(look) == "A, B"
+    assert row.multiple and row.right == (0, 2)  # ordered: the file's order
+    assert look.right == (1,) and look.look.startswith("Move")
+    assert quiz.key_text(weight) == "0.25 (± 0.005)" and quiz.key_text(row) == "A, C"
+    assert quiz.key_text(grows) == "C" and quiz.key_text(look) == "B"
 
 
 def test_options_are_shuffled_by_key_alone_unless_ordered():
@@ -90,11 +44,14 @@ def test_options_are_shuffled_by_key_alone_unless_ordered():
     # Over many questions the right option (written first) lands anywhere.
     firsts = [quiz._data.shuffled(texts, f"chap/q{i}").index("option 0") for i in range(400)]
     assert all(70 <= firsts.count(p) <= 130 for p in range(4)), [firsts.count(p) for p in range(4)]
-    assert parse(GOOD.replace('id = "look"', 'id = "look"\nordered = true'))[2].right == (0, 1)
+    look = parse()[3]
+    assert look.right == (1,)  # ordered = true: the file's order
+    unordered = parse(GOOD.replace('ordered = true\nprompt = "Move', 'prompt = "Move'))[3]
+    assert unordered.options == tuple(quiz._data.shuffled(list(look.options), look.key))
 
 
 BREAKS = [
-    ('id = "grows"', 'id = "Grows Big"', "id must be lowercase"),
+    ('id = "variance-grows"', 'id = "Grows Big"', "id must be lowercase"),
     ('kind = "choice"', 'kind = "essay"', "kind must be one of"),
     ('section = "sec-a"\ndeck', 'section = "sec a"\ndeck', "section must be a section label"),
     ('feedback = "The scale removes the growth."', 'feedback = ""', "feedback is missing"),
@@ -112,12 +69,13 @@ BREAKS = [
     ('values = { ratio = "3.4" }', "values = { ratio = 3.4 }", "values must map names"),
     ("value = 0.75", "value = 0.252", "within the tolerance of the answer"),
     (
-        '[[question.wrong]]\nvalue = 0.75\nfeedback = "That is the other key\'s weight."',
+        "[[question.wrong]]\nvalue = 0.75\nfeedback = \"That is the other key's weight. "
+        'Read the order of the scores again."',
         "",
         "at least one",
     ),
-    ('look = "Move the slider to 8."', "", "look is missing"),
-    ('id = "look"', 'id = "grows"', "repeated id"),
+    ('look = "Move the slider to 0.1."', "", "look is missing"),
+    ('id = "width-predict"', 'id = "variance-grows"', "repeated id"),
     ('kind = "numeric"', 'kind = "numeric"\ndeck = true', "at most one allowed"),
     ('kind = "choice"', 'kind = "choice"\nanswer = 1', "has no answer"),
     ("tolerance = 0.005", "tolerance = -1", "tolerance must be >= 0"),
@@ -126,16 +84,24 @@ BREAKS = [
         'feedback = "Unlike option B, that is a consequence',
         "by letter",
     ),
-    ('kind = "choice"', 'kind = "choice"\nordered = 1', "ordered must be true or false"),
-    ('text = "the third"', 'text = "the third"\ncorrect = true', "1 to 2 right options"),
+    ("ordered = true\nvalues", "ordered = 1\nvalues", "ordered must be true or false"),
     (
-        'correct = true\nfeedback = "a"',
-        'correct = "yes"\nfeedback = "a"',
+        'text = "The first key gets the larger weight."',
+        'text = "The first key gets the larger weight."\ncorrect = true',
+        "1 to 2 right options",
+    ),
+    (
+        'correct = true\nfeedback = "The softmax normalises',
+        'correct = "yes"\nfeedback = "The softmax normalises',
         "correct must be true or false",
     ),
     ('prompt = "Softmax', 'hint = "x"\nprompt = "Softmax', "unknown field"),
-    ('[[question]]\nid = "grows"', 'title = 1\n[[question]]\nid = "grows"', "unknown top-level"),
-    ('[[question]]\nid = "grows"', '[[question]\nid = "grows"', "not valid TOML"),
+    (
+        '[[question]]\nid = "variance-grows"',
+        'title = 1\n[[question]]\nid = "variance-grows"',
+        "unknown top-level",
+    ),
+    ('[[question]]\nid = "variance-grows"', '[[question]\nid = "variance-grows"', "not valid TOML"),
 ]
 
 
@@ -178,14 +144,14 @@ def test_a_percentage_is_checked_as_printed():
 
 
 def test_the_html_holds_every_feedback_hidden_and_the_maths_for_mathjax():
-    grows, weight, look = parse()
+    grows, row, weight, look = parse()
     page = quiz.question_html(grows)
     assert page.count('class="attnbook-quiz-fb"') == 3 and page.count(" hidden>") >= 3
     assert '<span class="math notranslate nohighlight">\\(q^\\top k\\)</span>' in page
     assert "<em>d</em>" in page and "<code>1/√d</code>" in page
     assert 'href="other-page.html#sec-b"' in page  # relative on the website
     assert 'href="https://' in quiz.question_html(grows, quiz.SITE)  # absolute from a notebook
-    assert 'type="radio"' in page and 'type="checkbox"' in quiz.question_html(look)
+    assert 'type="radio"' in page and 'type="checkbox"' in quiz.question_html(row)
     numeric = quiz.question_html(weight)
     assert 'data-answer="0.25"' in numeric and 'data-value="0.75"' in numeric
     assert 'data-fb="otherwise"' in numeric and 'inputmode="decimal"' in numeric
@@ -212,7 +178,7 @@ def test_ask_checks_its_key_and_values(monkeypatch):
     questions = parse()
     monkeypatch.setattr(quiz._data, "load", lambda chapter: questions)
     monkeypatch.setenv("ATTNBOOK_STATIC", "1")
-    shown = quiz.ask("chap/weight")
+    shown = quiz.ask("chap/far-weight")
     data, metadata = shown._repr_mimebundle_()
     assert data["text/plain"].startswith("Check your understanding")
     assert "attnbook-quiz" in data["text/html"] and metadata["text/html"]["attnbook_explorer"]
@@ -221,17 +187,17 @@ def test_ask_checks_its_key_and_values(monkeypatch):
     with pytest.raises(ValueError, match="key must be 'chapter/id'"):
         quiz.ask("weight")
     with pytest.raises(TypeError, match="needs the computed value"):
-        quiz.ask("chap/grows")
+        quiz.ask("chap/variance-grows")
 
 
 def test_ask_in_a_kernel_is_a_widget_with_the_same_text(monkeypatch):
     questions = parse()
     monkeypatch.setattr(quiz._data, "load", lambda chapter: questions)
     monkeypatch.delenv("ATTNBOOK_STATIC", raising=False)
-    widget = quiz.ask("chap/weight")
+    widget = quiz.ask("chap/far-weight")
     data, _ = widget._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in data
-    assert data["text/plain"] == quiz.question_text(questions[1])
+    assert data["text/plain"] == quiz.question_text(questions[2])
     assert "attnbook-quiz" in widget.html and "export default" in widget._esm
 
 
