@@ -768,7 +768,12 @@ def test_checker_reports_the_index_of_the_largest_error():
 
     report = checks.check_softmax(off_at_one_entry)
     assert report.failures == ["a random 10x10 matrix"]
-    assert "at index (3, 7)" in repr(report)
+    # The comparison names the entry with the largest error by its index ...
+    X = torch.randn(10, 10)
+    assert "at index (3, 7)" in checks._compare(off_at_one_entry(X), softmax_ok(X))
+    # ... and the failing line, which the explainer reads, names it once, by its axes.
+    assert "the first wrong entry is at row 3, column 7" in repr(report)
+    assert "at index" not in repr(report)
 
 
 @given(error=st.floats(1e-3, 10))
