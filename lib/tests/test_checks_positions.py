@@ -104,3 +104,14 @@ def test_negative_alibi_slopes_are_named_with_the_sign_in_the_bias():
     assert report.mistake == "negative", repr(report)
     assert "belongs in the bias" in report.diagnosis
     assert "a scale or a normalisation" not in repr(report)
+
+
+def test_a_wrong_slope_is_named_at_one_place():
+    # Cold reader, part 4: the failing line said "at index (1,) expected ..." (the
+    # largest error) and then "the first wrong entry is at head 0" (the first
+    # wrong one), two places for one mistake. The reading's place replaces the index.
+    report = check_alibi_slopes(lambda h: [2.0 ** (-7.0 * c / h) for c in range(1, h + 1)])
+    assert not report.passed and report.mistake is None, repr(report)
+    first = next(line for line in report.lines if "FAIL" in line)
+    assert "the first wrong entry is at head 0: expected 0.5, got " in first, first
+    assert "at index" not in first, first

@@ -42,6 +42,9 @@ def test_an_unknown_mistake_fails_without_a_diagnosis():
     report = checks.check_attention_rollout(lambda w: loop_rollout(w) ** 2)
     assert not report.passed and report.mistake is None
     assert "the first wrong entry is at image 0, token 0, input token" in repr(report)
+    # One place per line: not also the comparison's "at index" of the largest error.
+    first = next(line for line in report.lines if "FAIL" in line)
+    assert "first wrong entry" in first and "at index" not in first, first
 
 
 def test_a_slip_no_catalogued_mistake_knows_is_named_by_its_mutant():

@@ -22,9 +22,11 @@ def test_stops_and_numbers_agree_with_the_library(setup):
     model, images, labels = setup
     explorer = widgets.vit_maps_explorer(model, images, labels, indices=[1, 4])
     assert explorer.stops[-2:] == ["rollout", "occlusion"] and len(explorer.stops) == 12
-    # Layers and heads count from 0, as everywhere in the book.
-    assert explorer.stops[:2] == ["layer 0, mean of heads", "layer 0, head 0"]
-    assert explorer.stops[9] == "layer 1, head 3"
+    # Blocks and heads count from 0, as everywhere in the book, and the stops say
+    # "block", the chapter's word for one of the ViT's Transformer blocks.
+    assert explorer.stops[:2] == ["block 0, mean of heads", "block 0, head 0"]
+    assert explorer.stops[9] == "block 1, head 3"
+    assert not any("layer" in stop for stop in explorer.stops)
     assert [v for _, v in explorer.menu.options] == [1, 4]
     model(images[[4]])
     rollout = attention_rollout(model.attention_weights)[:, 0, 1:]
@@ -32,7 +34,7 @@ def test_stops_and_numbers_agree_with_the_library(setup):
     rho = float(spearman(rollout.double(), occlusion.double())[0])
     assert f"Spearman correlation with occlusion {rho:+.2f}" in explorer.alt_text("rollout", 4)
     assert "Test image 4, a 4" in explorer.alt_text("occlusion", 4)
-    assert explorer.frame("layer 0, head 1", 1) != explorer.frame("layer 1, head 1", 1)
+    assert explorer.frame("block 0, head 1", 1) != explorer.frame("block 1, head 1", 1)
 
 
 def test_default_images_mix_right_and_wrong(setup):
@@ -85,4 +87,4 @@ def test_the_explorer_works_with_a_model_on_any_device(setup, device):
     moved = build_vit(0).to(device).eval()
     explorer = widgets.vit_maps_explorer(moved, images, labels, indices=[1, 4])
     assert explorer.alt_text("rollout", 4) == on_cpu.alt_text("rollout", 4)
-    assert explorer.frame("layer 1, head 2", 1)
+    assert explorer.frame("block 1, head 2", 1)

@@ -178,6 +178,19 @@ def _compare_tensor(got: object, expected: torch.Tensor, atol: float = 1e-5) -> 
     return None
 
 
+# _compare_tensor's sentence for wrong values: the entry with the largest error.
+_LARGEST_ERROR = re.compile(r"(?:[^:;]+: )?at index \([0-9, ]*\) expected \S+, got \S+")
+
+
+def _with_reading(problem: str, reading: str) -> str:
+    """A failing case's problem with the explainer's reading added. A reading that
+    names the first wrong entry replaces the comparison's own "at index ...", which
+    names the entry with the largest error: one wrong place per line, not two."""
+    if "the first wrong entry is at" in reading and _LARGEST_ERROR.fullmatch(problem):
+        return reading
+    return f"{problem}; {reading}"
+
+
 def _integer(t: torch.Tensor) -> bool:
     return not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
 
@@ -495,7 +508,7 @@ def _run(
                 except Exception:  # the reading is a courtesy: never let it break a report
                     reading = None
                 if reading:
-                    problem = f"{problem}; {reading}"
+                    problem = _with_reading(problem, reading)
                     explained = True
             elif case.hint and found is None and explain is None:
                 problem = f"{problem} (hint: {case.hint})"

@@ -39,11 +39,11 @@ __all__ = [
 OVERLAY = 0.7  # the top of the colour scale used: the darkest red leaves the ink visible
 
 
-def _methods(layers: int, heads: int) -> list[str]:
+def _methods(blocks: int, heads: int) -> list[str]:
     names = []
-    for layer in range(layers):  # layers and heads count from 0, as in the book
-        names.append(f"layer {layer}, mean of heads")
-        names.extend(f"layer {layer}, head {h}" for h in range(heads))
+    for block in range(blocks):  # blocks and heads count from 0, as in the book
+        names.append(f"block {block}, mean of heads")
+        names.extend(f"block {block}, head {h}" for h in range(heads))
     return [*names, "rollout", "occlusion"]
 
 
@@ -63,10 +63,10 @@ class _VitMapsRenderer(Renderer):
             probs = torch.softmax(model(X), -1)  # (k, classes)
         weights = [w.detach() for w in model.attention_weights]  # each (k, heads, n, n)
         maps = {}
-        for layer, w in enumerate(weights):
-            maps[f"layer {layer}, mean of heads"] = cls_attention(w)
+        for block, w in enumerate(weights):
+            maps[f"block {block}, mean of heads"] = cls_attention(w)
             for h in range(w.shape[1]):
-                maps[f"layer {layer}, head {h}"] = cls_attention(w[:, h : h + 1])
+                maps[f"block {block}, head {h}"] = cls_attention(w[:, h : h + 1])
         maps["rollout"] = attention_rollout(weights)[:, 0, 1:]
         maps["occlusion"] = occlusion_scores(model, X, y, p)
         self.methods, self.indices, self.side, self.p = list(methods), list(indices), side, p
@@ -252,9 +252,9 @@ def vit_maps_explorer(
         indices: the images the menu offers, at least 2 distinct indices into
             ``images`` (default :func:`default_images`: four read right, of
             different digits, and two read wrong).
-        method: the starting map, one of the slider's stops ("layer 0, mean of
-            heads", "layer 0, head 0", ..., "rollout", "occlusion"; layers and
-            heads count from 0).
+        method: the starting map, one of the slider's stops ("block 0, mean of
+            heads", "block 0, head 0", ..., "rollout", "occlusion"; blocks and
+            heads count from 0, as the chapter counts them).
 
     Returns:
         A :class:`VitMapsExplorer`; display it to get the controls. A state is
@@ -276,9 +276,9 @@ def vit_maps_explorer(
             raise ValueError(f"indices must be integers in [0, {len(images)}), got {i!r}")
     if len(indices) < 2 or len(set(indices)) != len(indices):
         raise ValueError(f"indices must hold at least 2 distinct images, got {indices!r}")
-    layers = len(model.blocks)
+    blocks = len(model.blocks)
     heads = model.blocks[0].num_heads
-    methods = _methods(layers, heads)
+    methods = _methods(blocks, heads)
     if method not in methods:
         raise ValueError(f"method must be one of {methods}, got {method!r}")
     renderer = _VitMapsRenderer(model, images, labels, indices, methods, (method, indices[0]))
