@@ -218,7 +218,7 @@ def _tiled_forward(
             stop = min(stop, int(row_lens.max()))
         m_run = torch.full((b, q1 - q0), -math.inf, dtype=queries.dtype, device=queries.device)
         l_run = torch.zeros(b, q1 - q0, dtype=queries.dtype, device=queries.device)
-        acc = torch.zeros(b, q1 - q0, d_v, dtype=values.dtype, device=values.device)
+        u_run = torch.zeros(b, q1 - q0, d_v, dtype=values.dtype, device=values.device)
         for k0 in range(0, stop, block_size):
             k1 = min(k0 + block_size, n)
             cols = torch.arange(k0, k1, device=queries.device)
@@ -231,11 +231,11 @@ def _tiled_forward(
             p = torch.exp(scores - shift.unsqueeze(-1))  # (batch, bq, bk); masked -> 0
             rescale = torch.exp(m_run - shift)  # (batch, bq); 0 while m_run = -inf
             l_run = l_run * rescale + p.sum(dim=-1)
-            acc = acc * rescale.unsqueeze(-1) + p @ values[:, k0:k1]  # (batch, bq, d_v)
+            u_run = u_run * rescale.unsqueeze(-1) + p @ values[:, k0:k1]  # (batch, bq, d_v)
             m_run = m_new
         seen = l_run > 0  # (batch, bq): False for a row with no visible key
         safe = torch.where(seen, l_run, torch.ones_like(l_run))
-        out[:, q0:q1] = torch.where(seen.unsqueeze(-1), acc / safe.unsqueeze(-1), 0.0)
+        out[:, q0:q1] = torch.where(seen.unsqueeze(-1), u_run / safe.unsqueeze(-1), 0.0)
         if lse is not None:
             lse[:, q0:q1] = torch.where(seen, m_run + torch.log(safe), -math.inf)
     return out, lse
@@ -255,9 +255,11 @@ def tiled_attention(
     ``block_size`` at a time. For each tile it computes the (batch, block,
     block) scores, and updates three running quantities per query row: the
     maximum score ``m`` seen so far, the sum ``l`` of ``exp(score - m)``, and
-    the unnormalised output ``acc = sum exp(score - m) v``. When ``m`` grows,
-    ``l`` and ``acc`` are first multiplied by ``exp(m_old - m_new)``. After the
-    last tile of a row block the output is ``acc / l``. With ``causal=True``
+    the unnormalised output ``u = sum exp(score - m) v`` (the chapter's
+    λ and u; ``l_run`` and ``u_run`` in the code).
+    When ``m`` grows, ``l`` and ``u`` are first multiplied by
+    ``exp(m_old - m_new)``. After the last tile of a row block the output is
+    ``u / l``. With ``causal=True``
     tiles that lie wholly above the diagonal are skipped, and tiles wholly
     beyond every row's valid length are skipped too.
 

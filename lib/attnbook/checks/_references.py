@@ -44,8 +44,8 @@ def tiled_causal(queries, keys, values, block_size, strict=False):
         q1 = min(q0 + block_size, n)
         rows = torch.arange(q0, q1).unsqueeze(1)  # (bq, 1)
         m = torch.full((b, q1 - q0), -math.inf, dtype=queries.dtype)
-        l = torch.zeros(b, q1 - q0, dtype=queries.dtype)
-        acc = torch.zeros(b, q1 - q0, values.shape[-1], dtype=values.dtype)
+        l = torch.zeros(b, q1 - q0, dtype=queries.dtype)  # the running sum lambda
+        u = torch.zeros(b, q1 - q0, values.shape[-1], dtype=values.dtype)
         for k0 in range(0, q1, block_size):  # tiles right of the diagonal are skipped
             k1 = min(k0 + block_size, n)
             cols = torch.arange(k0, k1).unsqueeze(0)  # (1, bk)
@@ -57,11 +57,9 @@ def tiled_causal(queries, keys, values, block_size, strict=False):
             p = torch.exp(scores - safe.unsqueeze(-1))
             rescale = torch.exp(m - safe)
             l = l * rescale + p.sum(dim=-1)
-            acc = acc * rescale.unsqueeze(-1) + p @ values[:, k0:k1]
+            u = u * rescale.unsqueeze(-1) + p @ values[:, k0:k1]
             m = m_new
-        out[:, q0:q1] = torch.where(
-            l.unsqueeze(-1) > 0, acc / l.clamp_min(1e-30).unsqueeze(-1), 0.0
-        )
+        out[:, q0:q1] = torch.where(l.unsqueeze(-1) > 0, u / l.clamp_min(1e-30).unsqueeze(-1), 0.0)
     return out
 """,
     ),
