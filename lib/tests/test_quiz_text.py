@@ -32,3 +32,35 @@ def test_the_guide_and_the_decks_use_the_quiz_sentence():
         assert "def first_sentence" not in source, relative
         assert "_SENTENCE_END" not in source, relative
         assert "first_sentence" in source, relative
+
+
+# The same cases as tests/live/quiz.test.mjs's "every macro the questions use".
+MACROS = {
+    r"$\bar{\boldsymbol\alpha}_l$": "\u03b1\u0304_l",
+    r"$\tfrac12 (x + y)$": "1/2 (x + y)",
+    r"$e / \sqrt d$": "e / \u221ad",
+    r"$\log_2 n \ne \ln n$": "log_2 n \u2260 ln n",
+    r"$x_0, \dots, x_{n-1}$": "x_0, \u2026, x_n-1",
+    r"$\cos(i\omega) \big(\sin \phi\big) \pi$": "cos(i\u03c9) (sin \u03c6) \u03c0",
+}
+
+
+def test_the_macros_the_questions_use_read_as_text():
+    for tex, text in MACROS.items():
+        assert quiz.plain(tex) == text, tex
+
+
+def test_no_question_keeps_a_tex_macro_in_its_plain_text():
+    # Where no MathJax is at hand (Colab, JupyterLab, the text fallback), a
+    # question's TeX is read as text: a macro left as written (\sqrt d) is noise.
+    import re
+
+    left = set()
+    for chapter in quiz.chapters():
+        for q in quiz.load(chapter):
+            texts = [q.prompt, q.feedback or "", q.look or "", q.otherwise or ""]
+            texts += [o.text for o in q.options] + [o.feedback for o in q.options]
+            texts += [w.feedback for w in q.wrong]
+            for text in texts:
+                left |= {(chapter, m) for m in re.findall(r"\\[a-zA-Z]+", quiz.plain(text))}
+    assert not left, sorted(left)

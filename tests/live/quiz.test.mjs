@@ -29,3 +29,15 @@ test("TeX reads as Unicode where no MathJax is at hand", () => {
   assert.equal(readableTex(String.raw`a \le b \cdot c \to \infty`), "a ≤ b · c → ∞");
   assert.equal(readableTex(String.raw`\mathrm{softmax}(x)_i`), "softmax(x)_i");
 });
+
+test("every macro the questions use reads as text (lib/tests/test_quiz_text.py's cases)", () => {
+  const cases = {
+    [String.raw`\bar{\boldsymbol\alpha}_l`]: "\u03b1\u0304_l",
+    [String.raw`\tfrac12 (x + y)`]: "1/2 (x + y)",
+    [String.raw`e / \sqrt d`]: "e / \u221ad",
+    [String.raw`\log_2 n \ne \ln n`]: "log_2 n \u2260 ln n",
+    [String.raw`x_0, \dots, x_{n-1}`]: "x_0, \u2026, x_n-1",
+    [String.raw`\cos(i\omega) \big(\sin \phi\big) \pi`]: "cos(i\u03c9) (sin \u03c6) \u03c0",
+  };
+  for (const [tex, text] of Object.entries(cases)) assert.equal(readableTex(tex), text, tex);
+});

@@ -86,14 +86,18 @@ def markdown(text: str) -> str:
 
 # TeX made readable in plain text: the same table as quiz.js's readableTex.
 _TEX = [
+    (r"\\(?:left|right|[bB]ig{1,2}[lr]?)(?![a-zA-Z])", ""),
+    (r"\\bar\{([^{}]*)\}", "\\1\u0304"),
     (r"\\(?:mathbf|mathrm|text|operatorname)\{([^{}]*)\}", r"\1"),
     (r"\\(?:mathbf|mathrm|boldsymbol|mathcal)\s*", ""),
-    (r"\\sqrt\{([^{}]*)\}", r"√(\1)"),
-    (r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)"),
-    (r"\^\{?\\top\}?", "ᵀ"), (r"\\top", "ᵀ"), (r"\\cdot", "·"), (r"\\times", "×"),
-    (r"\\approx", "≈"), (r"\\le(q)?\b", "≤"), (r"\\ge(q)?\b", "≥"), (r"\\infty", "∞"),
-    (r"\\to\b", "→"), (r"\\in\b", "∈"), (r"\\sum", "Σ"), (r"\\alpha", "α"), (r"\\theta", "θ"),
-    (r"\\ell", "ℓ"), (r"\\lambda", "λ"), (r"\\(exp|log|max|min|softmax)\b", r"\1"),
+    (r"\\sqrt\{([^{}]*)\}", r"√(\1)"), (r"\\sqrt\s*(\w)", r"√\1"),
+    (r"\\[td]?frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)"), (r"\\[td]?frac\s*(\w)(\w)", r"\1/\2"),
+    (r"\^\{?\\top\}?", "ᵀ"), (r"\\top", "ᵀ"), (r"\\cdot(?![a-zA-Z])", "·"), (r"\\times", "×"),
+    (r"\\approx", "≈"), (r"\\neq?(?![a-zA-Z])", "≠"), (r"\\le(q)?\b", "≤"), (r"\\ge(q)?\b", "≥"), (r"\\infty", "∞"),
+    (r"\\to\b", "→"), (r"\\in\b", "∈"), (r"\\sum", "Σ"), (r"\\[lc]?dots", "…"),
+    (r"\\alpha", "α"), (r"\\beta", "β"), (r"\\delta", "δ"), (r"\\theta", "θ"), (r"\\lambda", "λ"),
+    (r"\\pi", "π"), (r"\\phi", "φ"), (r"\\omega", "ω"), (r"\\sigma", "σ"), (r"\\rho", "ρ"),
+    (r"\\ell", "ℓ"), (r"\\(exp|log|ln|max|min|softmax|sin|cos|tanh)(?![a-zA-Z])", r"\1"),
     (r"\\[,;!]", " "), (r"\\\{", "{"), (r"\\\}", "}"), (r"[{}]", ""),
 ]  # fmt: skip
 

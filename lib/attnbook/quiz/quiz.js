@@ -172,14 +172,19 @@ export function wire(root) {
 // TeX made readable where no MathJax is at hand (Colab's and JupyterLab's
 // outputs): the common macros as Unicode, braces and delimiters dropped.
 const TEX = [
+  [/\\(?:left|right|[bB]ig{1,2}[lr]?)(?![a-zA-Z])/g, ""],
+  [/\\bar\{([^{}]*)\}/g, "$1\u0304"],
   [/\\mathbf\{([^{}]*)\}|\\mathrm\{([^{}]*)\}|\\text\{([^{}]*)\}|\\operatorname\{([^{}]*)\}/g,
     (m, a, b, c, d) => a || b || c || d],
   [/\\(?:mathbf|mathrm|boldsymbol|mathcal)\s*/g, ""],
-  [/\\sqrt\{([^{}]*)\}/g, "√($1)"], [/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)"],
-  [/\^\{?\\top\}?/g, "ᵀ"], [/\\top/g, "ᵀ"], [/\\cdot/g, "·"], [/\\times/g, "×"],
-  [/\\approx/g, "≈"], [/\\le(q)?\b/g, "≤"], [/\\ge(q)?\b/g, "≥"], [/\\infty/g, "∞"],
-  [/\\to\b/g, "→"], [/\\in\b/g, "∈"], [/\\sum/g, "Σ"], [/\\alpha/g, "α"], [/\\theta/g, "θ"],
-  [/\\ell/g, "ℓ"], [/\\lambda/g, "λ"], [/\\(exp|log|max|min|softmax)\b/g, "$1"],
+  [/\\sqrt\{([^{}]*)\}/g, "√($1)"], [/\\sqrt\s*(\w)/g, "√$1"],
+  [/\\[td]?frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)"], [/\\[td]?frac\s*(\w)(\w)/g, "$1/$2"],
+  [/\^\{?\\top\}?/g, "ᵀ"], [/\\top/g, "ᵀ"], [/\\cdot(?![a-zA-Z])/g, "·"], [/\\times/g, "×"],
+  [/\\approx/g, "≈"], [/\\neq?(?![a-zA-Z])/g, "≠"], [/\\le(q)?\b/g, "≤"], [/\\ge(q)?\b/g, "≥"], [/\\infty/g, "∞"],
+  [/\\to\b/g, "→"], [/\\in\b/g, "∈"], [/\\sum/g, "Σ"], [/\\[lc]?dots/g, "…"],
+  [/\\alpha/g, "α"], [/\\beta/g, "β"], [/\\delta/g, "δ"], [/\\theta/g, "θ"], [/\\lambda/g, "λ"],
+  [/\\pi/g, "π"], [/\\phi/g, "φ"], [/\\omega/g, "ω"], [/\\sigma/g, "σ"], [/\\rho/g, "ρ"],
+  [/\\ell/g, "ℓ"], [/\\(exp|log|ln|max|min|softmax|sin|cos|tanh)(?![a-zA-Z])/g, "$1"],
   [/\\[,;!]/g, " "], [/\\\{/g, "{"], [/\\\}/g, "}"], [/[{}]/g, ""],
 ];
 
