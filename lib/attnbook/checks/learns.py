@@ -50,6 +50,13 @@ _TRAINING = _see("Training", _LEARNS)
         "the right key; " + _TRAINING,
     ),
     Mistake(
+        "mean weight on the right key",
+        lambda w, index: w[torch.arange(w.shape[0]), index].mean(),
+        "this looks like the mean weight on the right key: the accuracy is the share of "
+        "rows whose largest weight is on the right key, each row counting 1 or 0 however "
+        "sure it is, (w.argmax(dim=-1) == index).float().mean(); " + _TRAINING,
+    ),
+    Mistake(
         "a Python number",
         lambda w, index: (w.argmax(dim=-1) == index).float().mean().item(),
         "the value is right but it is a Python float (.item() or float(...)): the answer "
@@ -111,7 +118,8 @@ def check_right_key_accuracy(
         fn,
         cases,
         mistakes=check_right_key_accuracy.mistakes,
-        explain=explainer(()),
+        # No explain: its reading of a wrong number ("no single factor is off ... count each
+        # part again") is written for counting exercises; the cases' own hints say more here.
     )
 
 
