@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
-from ._explain import explainer
+from ._explain import describe, explainer
 
 _LEARNS = "Attention That Learns"
 
@@ -118,9 +118,15 @@ def check_right_key_accuracy(
         fn,
         cases,
         mistakes=check_right_key_accuracy.mistakes,
-        # No explain: its reading of a wrong number ("no single factor is off ... count each
-        # part again") is written for counting exercises; the cases' own hints say more here.
+        explain=_one_case_at_a_time,
     )
+
+
+def _one_case_at_a_time(case, got, others=()):
+    """Read a wrong accuracy on its own case. The explainer's comparison of cases ("no
+    single factor is off ... count each part again") is written for counting exercises
+    and misleads here, where a wrong number is a wrong notion of accuracy, not a count."""
+    return describe(got, case.expected, ())
 
 
 def _two_part(values, first, second):
