@@ -928,6 +928,35 @@ def test_check_right_key_accuracy_rejects_mistakes(wrong, failing, hint):
         assert hint in repr(report)
 
 
+def accuracy_mean_weight(weights, index):  # the right key's mean weight, not the share of rows
+    return weights[torch.arange(len(index)), index].mean()
+
+
+def accuracy_mean_weight_gathered(weights, index):
+    return weights.gather(-1, index[:, None]).mean()
+
+
+@pytest.mark.parametrize("wrong", [accuracy_mean_weight, accuracy_mean_weight_gathered])
+def test_check_right_key_accuracy_names_the_mean_weight_on_the_right_key(wrong):
+    """A reader averaged the right key's weight and was told to count each part again."""
+    report = checks.check_right_key_accuracy(wrong)
+    assert not report.passed
+    text = repr(report)
+    assert "mean weight on the right key" in text and "largest weight" in text
+    assert "count each part again" not in text  # the counting fallback does not apply here
+
+
+def test_check_right_key_accuracy_never_uses_the_counting_fallback():
+    """An unknown slip whose factor differs by case is read case by case, not as a miscount."""
+    report = checks.check_right_key_accuracy(
+        lambda w, index: (w.argmax(-1) == index).float().mean() * w.shape[0] / (w.shape[0] + 1)
+    )
+    assert not report.passed and report.mistake is None
+    text = repr(report)
+    assert "count each part again" not in text and "no single factor" not in text
+    assert "0.8 times the right number" in text  # 4 rows: 4 / 5 of the right 0.5
+
+
 def two_part_ok(values, first, second):
     half = values.shape[-1] // 2
     rows = []

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 
 from ._core import CheckReport, Mistake, _generator, _run, _see, knows
-from ._explain import explainer
+from ._explain import describe, explainer
 
 _LEARNS = "Attention That Learns"
 
@@ -48,6 +48,13 @@ _TRAINING = _see("Training", _LEARNS)
         lambda w, index: (w.argmin(dim=-1) == index).float().mean(),
         "this looks like argmin: a row is right when its largest weight, argmax, is on "
         "the right key; " + _TRAINING,
+    ),
+    Mistake(
+        "mean weight on the right key",
+        lambda w, index: w[torch.arange(w.shape[0]), index].mean(),
+        "this looks like the mean weight on the right key: the accuracy is the share of "
+        "rows whose largest weight is on the right key, each row counting 1 or 0 however "
+        "sure it is, (w.argmax(dim=-1) == index).float().mean(); " + _TRAINING,
     ),
     Mistake(
         "a Python number",
@@ -111,8 +118,15 @@ def check_right_key_accuracy(
         fn,
         cases,
         mistakes=check_right_key_accuracy.mistakes,
-        explain=explainer(()),
+        explain=_one_case_at_a_time,
     )
+
+
+def _one_case_at_a_time(case, got, others=()):
+    """Read a wrong accuracy on its own case. The explainer's comparison of cases ("no
+    single factor is off ... count each part again") is written for counting exercises
+    and misleads here, where a wrong number is a wrong notion of accuracy, not a count."""
+    return describe(got, case.expected, ())
 
 
 def _two_part(values, first, second):
