@@ -254,7 +254,9 @@ class TransformerSeq2Seq(nn.Module):
     ``scale_embeddings=True, position_scale=sqrt(D)`` both tables enter
     sqrt(D) times larger and equally loud; with ``scale_embeddings=False,
     position_scale=1/sqrt(D)`` the positions are as quiet as with the factor
-    but the input keeps its unscaled size (chapter 13 separates the two).
+    but the input stays small (about the symbols' size alone). With entries of
+    size 1 the factor alone makes the input about sqrt((D + 1) / 2) times
+    larger, not sqrt(D) (chapter 14 separates the two effects).
     One :class:`~attnbook.transformer.TransformerBlock` encodes the source (padding masked by ``source_lens``); one
     :class:`TransformerDecoderLayer` reads the target causally and the encoder's
     output through cross-attention; a final LayerNorm (pre-LN) and a linear map

@@ -63,3 +63,14 @@ def test_alt_text_reports_the_flat_score():
     assert "varies by 0.00" in text and "position 13" in text
     assert "varies by 0.00" not in explorer.alt_text(8, "sinusoidal")
     assert torch.is_tensor(alibi_slopes(4))
+
+
+def test_panel_titles_and_the_rope_curve_label():
+    """The chapter names the panels by these titles; "pair" means pair 0 of features only."""
+    explorer = widgets.rope_dial_explorer(scheme="RoPE")
+    left, middle, right = explorer._renderer.fig.axes
+    assert left.get_title() == "pair 0 of q and k"
+    assert middle.get_title() == "the same q and k, both shifted"
+    assert right.get_title() == "score against distance"
+    # The RoPE curve is the score divided by its value at distance 0, as the text says.
+    assert "q = k, d = 64:\nscore / score at distance 0" in [t.get_text() for t in right.texts]

@@ -4,7 +4,7 @@ Two controls: the offset o added to both positions (the query at m + o, the
 key at n + o, so their distance m - n stays 3), and the position scheme.
 Left: pair 0 of the query and the key that the scores see, as arrows in the
 plane; under RoPE both turn by o radians and the angle between them stays.
-Middle: the score of that query-key pair against the offset, with the
+Middle: the score of that query and key against the offset, with the
 current offset marked: flat for RoPE, ALiBi and NoPE, wandering for
 sinusoids added to the input and then projected. Right: the score against
 the distance m - n for the scheme (RoPE's slow decay for q = k, ALiBi's
@@ -95,7 +95,7 @@ def dial_scores(shifts: Sequence[int], seed: int = 3) -> dict:
 
 
 _CURVE_NOTES = {
-    "RoPE": "q = k, d = 64: score / d",
+    "RoPE": "q = k, d = 64:\nscore / score at distance 0",
     "ALiBi": "bias -s_c (i - j), 4 heads",
     "sinusoidal": "p_i \u00b7 p_j / (d/2), d = 64",
     "NoPE": "nothing depends on i - j",
@@ -165,7 +165,7 @@ class _RopeDialRenderer(Renderer):
         ax_b.set_ylim(*self.score_limits)
         ax_b.set_xlabel(f"shift o (query at {_M} + o, key at {_N} + o)")
         ax_b.set_ylabel("score")
-        ax_b.set_title("the same pair, shifted", fontsize="medium")
+        ax_b.set_title("the same q and k, both shifted", fontsize="medium")
 
         distance = np.arange(_FAR + 1)
         curves = []
@@ -181,13 +181,13 @@ class _RopeDialRenderer(Renderer):
         ax_c.set_ylim(-2.0, 1.1)
         ax_c.set_xlabel("distance i - j (dotted: 3)")
         ax_c.set_ylabel("score")
-        note = ax_c.text(
+        note = ax_c.text(  # bottom right, below every scheme's curves
             0.97,
-            0.95,
+            0.04,
             _CURVE_NOTES[scheme],
             transform=ax_c.transAxes,
             ha="right",
-            va="top",
+            va="bottom",
             fontsize="small",
         )
         ax_c.set_title("score against distance", fontsize="medium")
