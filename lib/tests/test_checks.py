@@ -700,6 +700,84 @@ def test_check_masked_softmax_names_the_exercise_1_slips():
     assert "inf * 0 is NaN" in repr(report)
 
 
+def _renorm_with(shift, divide):
+    """Exercise 1's recipe with the shift and the last division given as functions."""
+
+    def fn(X, valid_lens):
+        keep = _keep(X, valid_lens)
+        e = torch.exp(torch.where(keep, X - shift(X, keep), 0.0)) * keep
+        return divide(e, e.sum(dim=-1, keepdim=True))
+
+    return fn
+
+
+def _over_all_keys(X, keep):
+    return X.amax(dim=-1, keepdim=True)
+
+
+_DIVISIONS = {
+    "clamped": lambda e, total: e / total.clamp_min(torch.finfo(e.dtype).tiny),
+    "nan_to_num": lambda e, total: torch.nan_to_num(e / total),
+    "where": lambda e, total: torch.where(total > 0, e / total, 0.0),
+    "a sum of 0 made 1": lambda e, total: e / torch.where(total == 0, 1.0, total),
+    "a sum of 0 plus 1": lambda e, total: e / (total + (total == 0)),
+}
+
+
+@pytest.mark.parametrize("division", list(_DIVISIONS))
+def test_a_maximum_over_all_keys_is_named_however_a_length_0_row_is_handled(division):
+    """The cold reader's slip: X.amax over all keys, with a length-0 row handled
+    another way than the book's clamp; the report names it, says how to take the
+    masked maximum, and points to exercise 1's "What is allowed"."""
+    report = checks.check_masked_softmax(_renorm_with(_over_all_keys, _DIVISIONS[division]))
+    text = repr(report)
+    assert report.mistake.startswith("max over all keys"), text
+    assert "  Likely mistake: this looks like a shift by the maximum over all keys" in text
+    assert "torch.where(keep, X, other).amax(dim=-1, keepdim=True)" in report.diagnosis
+    assert "float('-inf')" in report.diagnosis and "What is allowed" in report.diagnosis
+    assert report.diagnosis.endswith('see "Exercises" in Masked Softmax and Batched Attention')
+    assert "constant factor" not in text and "0 times the right one" not in text, text
+
+
+@pytest.mark.parametrize("other", [-1e6, -1e4, -1000.0])
+def test_a_fixed_number_as_other_of_the_masked_maximum_is_named_as_such(other):
+    def shift(X, keep):
+        return torch.where(keep, X, other).amax(dim=-1, keepdim=True)
+
+    report = checks.check_masked_softmax(_renorm_with(shift, _DIVISIONS["clamped"]))
+    assert report.failures == ["real scores around -1e7 (below a fill of -1e6)"], repr(report)
+    assert report.mistake == "a fixed number in the masked maximum", repr(report)
+    assert report.diagnosis.startswith("  Likely mistake: this looks like a masked maximum")
+    assert "softmax" not in report.diagnosis and "Half precision" not in report.diagnosis
+    assert 'see "Exercises" in Masked Softmax' in report.diagnosis
+
+
+@pytest.mark.parametrize("division", list(_DIVISIONS))
+@pytest.mark.parametrize("other", ["the row's minimum", "-inf"])
+def test_both_allowed_others_of_the_masked_maximum_pass(other, division):
+    """Exercise 1's "What is allowed" allows the row's minimum and -inf as other."""
+
+    def shift(X, keep):
+        fill = X.amin(dim=-1, keepdim=True) if other == "the row's minimum" else float("-inf")
+        return torch.where(keep, X, fill).amax(dim=-1, keepdim=True)
+
+    report = checks.check_masked_softmax(_renorm_with(shift, _DIVISIONS[division]))
+    assert report.passed, repr(report)
+
+
+def test_an_answer_of_zeros_is_not_read_as_a_constant_factor():
+    """Two slips (a maximum over all keys, a clamp at 1e-12 that float16 rounds to
+    0): no known mistake explains them, and the all-zero answer of the 1e30 case is
+    read as underflow, not as "0 times the right one"."""
+    fn = _renorm_with(_over_all_keys, lambda e, total: e / total.clamp(min=1e-12))
+    report = checks.check_masked_softmax(fn)
+    line = next(line for line in report.lines if "masked scores of 1e30" in line)
+    assert report.mistake is None, repr(report)
+    assert "your answer is 0 everywhere" in line and "won the maximum" in line, line
+    assert "constant factor" not in repr(report), repr(report)
+    assert not any("at index" in x and "first wrong entry" in x for x in report.lines)
+
+
 def test_check_masked_softmax_minus_inf_reports_nan():
     report = checks.check_masked_softmax(masked_softmax_minus_inf)
     line = next(line for line in report.lines if "length 0 gives a row of zeros" in line)

@@ -130,6 +130,10 @@ def test_a_fill_of_the_dtypes_extreme_value_is_refused(fn, written):
     assert len(report.failures) == len(report.lines)
     assert f"refused: it uses {written}" in report.lines[0], report.lines[0]
     assert "never writes a large negative number" in report.diagnosis
+    # The refusal says how to take the maximum over the valid keys instead.
+    assert "torch.where(keep, X, other).amax(dim=-1, keepdim=True)" in report.diagnosis
+    assert "X.amin(dim=-1, keepdim=True), or float('-inf')" in report.diagnosis
+    assert 'see "Exercises" in Masked Softmax and Batched Attention' in report.diagnosis
 
 
 def test_a_refused_function_is_not_run():

@@ -42,14 +42,30 @@ def _fill_softmax(X, valid_lens, fill, zero=True, add=False):
     return torch.where(keep, weights, 0.0) if zero else weights
 
 
-def _renorm(X, valid_lens, *, shift="valid", zero_before=True, where=False, clamp=True, sum_dim=-1):
+def _renorm(
+    X,
+    valid_lens,
+    *,
+    shift="valid",
+    zero_before=True,
+    where=False,
+    clamp=True,
+    sum_dim=-1,
+    empty="clamp",
+):
     """The exercise's recipe with its classic slips: the shift (over the valid keys,
-    over all keys, or none), masked differences zeroed before or after exp (or
-    discarded with torch.where), and the sum clamped away from 0 or not."""
+    over all keys, over the valid keys with a fixed -1e6 for the masked ones, or
+    none), masked differences zeroed before or after exp (or discarded with
+    torch.where), and the sum clamped away from 0 or not. ``empty`` is how a row
+    whose sum is 0 escapes 0 / 0: the sum clamped to tiny ("clamp"), the quotient
+    replaced by 0 where the sum is 0 ("where"; torch.nan_to_num gives the same), or
+    a sum of 0 replaced by 1 ("divide by 1")."""
     keep = _keep_of(X, valid_lens)
     if shift == "valid":
         row_min = X.amin(dim=-1, keepdim=True)
         z = X - torch.where(keep, X, row_min).amax(dim=-1, keepdim=True)
+    elif shift == "fixed other":
+        z = X - torch.where(keep, X, -1e6).amax(dim=-1, keepdim=True)
     elif shift == "-inf fill":
         z = X - X.masked_fill(~keep, float("-inf")).amax(dim=-1, keepdim=True)
     elif shift == "masked as 0":
@@ -65,6 +81,10 @@ def _renorm(X, valid_lens, *, shift="valid", zero_before=True, where=False, clam
     else:
         e = torch.exp(z) * keep
     total = e.sum(dim=sum_dim, keepdim=True)
+    if empty == "where":
+        return torch.where(total > 0, e / total, 0.0)
+    if empty == "divide by 1":
+        return e / torch.where(total == 0, 1.0, total)
     return e / (total.clamp_min(torch.finfo(X.dtype).tiny) if clamp else total)
 
 
@@ -80,6 +100,21 @@ def _one_dim_only(X, valid_lens):
     e = torch.exp(X - X.amax(dim=-1, keepdim=True)) * keep
     return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
 
+
+#: How to take the maximum over the valid keys (exercise 1's "What is allowed").
+_OTHER = (
+    "choose other so that it can never win: the row's own minimum, "
+    "X.amin(dim=-1, keepdim=True), or float('-inf') (exercise 1's paragraph "
+    '"What is allowed"); ' + _see("Exercises", _MASKED)
+)
+
+_ALL_KEYS = (
+    "this looks like a shift by the maximum over all keys, masked ones included "
+    "(X.amax(dim=-1, keepdim=True)): a masked score far above the valid ones (1e30 "
+    "or 200 here) becomes the shift, every valid exponential underflows to 0, and the "
+    "row comes out as zeros; take the maximum over the valid keys only, with a masked "
+    "maximum, torch.where(keep, X, other).amax(dim=-1, keepdim=True), and " + _OTHER
+)
 
 _NO_FILL = (
     "exercise 1 writes no fill value at all: shift by the maximum over the valid keys, "
@@ -174,10 +209,25 @@ _NO_FILL = (
     Mistake(
         "max over all keys",
         lambda X, lens: _renorm(X, lens, shift="all"),
-        "this looks like a shift by the maximum over all keys, masked ones included: a "
-        "huge masked score then pushes every valid exponential down to 0; take the "
-        "maximum over the valid keys only (replace the masked scores by the row's minimum "
-        "before taking it); " + _see("Building a masked softmax, step by step", _MASKED),
+        _ALL_KEYS,
+    ),
+    Mistake(
+        "max over all keys, 0 / 0 replaced by 0",
+        lambda X, lens: _renorm(X, lens, shift="all", empty="where"),
+        _ALL_KEYS,
+    ),
+    Mistake(
+        "max over all keys, a sum of 0 replaced by 1",
+        lambda X, lens: _renorm(X, lens, shift="all", empty="divide by 1"),
+        _ALL_KEYS,
+    ),
+    Mistake(
+        "a fixed number in the masked maximum",
+        lambda X, lens: _renorm(X, lens, shift="fixed other"),
+        "this looks like a masked maximum, torch.where(keep, X, other).amax(...), whose "
+        "other is a fixed number such as -1e6: real scores can lie below any fixed "
+        "number (here near -1e7), and then other wins the maximum, every valid "
+        "exponential underflows to 0 and the row comes out as zeros; " + _OTHER,
     ),
     Mistake(
         "zeroing after exp",
@@ -430,10 +480,22 @@ def check_masked_softmax(
         fn,
         cases,
         mistakes=check_masked_softmax.mistakes,
-        explain=explainer(("sequence", "query", "key")),
+        explain=explainer(("sequence", "query", "key"), _ALL_ZERO),
         refuse=_RENORM_SHORTCUTS,
     )
 
+
+#: An answer of zeros where the right one has weights is no constant factor off:
+#: every exponential underflowed, or was masked away.
+_ALL_ZERO = (
+    (
+        "is 0 everywhere",
+        torch.zeros_like,
+        "that every valid exponential underflowed to 0: the shift was far above the "
+        "valid scores, usually because a masked score (or a fixed number standing in "
+        "for one) won the maximum; the shift must be the maximum over the valid keys",
+    ),
+)
 
 #: What exercise 1 forbids: the book's own answer, and the dtype's extreme value as a
 #: fill ("never writes a large negative number"), found in the reader's source.
@@ -446,9 +508,13 @@ _RENORM_SHORTCUTS = (
     Shortcut(
         "a fill of the dtype's extreme value",
         ("torch.finfo().min", "torch.finfo().max", "numpy.finfo().min", "numpy.finfo().max"),
-        "the dtype's extreme value, a large negative fill: the exercise never writes a "
-        "large negative number (shift by the maximum over the valid keys, zero the masked "
-        "differences, exponentiate, divide by the row sum)",
+        "the dtype's extreme value, a large negative number: the exercise never writes a "
+        "large negative number, not even as the other of a masked maximum (a reading of "
+        "the source cannot tell that use from a fill); take the maximum over the valid "
+        "keys as torch.where(keep, X, other).amax(dim=-1, keepdim=True) with other the "
+        "row's own minimum, X.amin(dim=-1, keepdim=True), or float('-inf'), then zero the "
+        "masked differences, exponentiate, and divide by the row sum; "
+        + _see("Exercises", _MASKED),
     ),
 )
 
