@@ -354,6 +354,8 @@ def test_an_unknown_slip_is_read_in_plain_words_not_by_the_recipe(name):
 def test_describe_names_the_pattern_of_a_difference():
     want = torch.arange(12.0).reshape(3, 4) + 1
     assert "2 times the right one" in describe(2 * want, want, ("row", "column"))
+    zeros = describe(torch.zeros_like(want), want, ("row", "column"))
+    assert "all zeros" in zeros and "constant factor" not in zeros, zeros
     assert "off by the same +0.5" in describe(want + 0.5, want, ("row", "column"))
     square = torch.randn(3, 3, generator=torch.Generator().manual_seed(0))
     assert "transposed" in describe(square.T, square, ("query", "key"))

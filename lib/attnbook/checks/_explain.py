@@ -135,6 +135,11 @@ def _pattern(got: torch.Tensor, want: torch.Tensor, bad: torch.Tensor, axes: Seq
     if bool(nonzero.any()):
         ratios = got[nonzero] / want[nonzero]
         c = ratios.median().item()
+        if abs(c) < 1e-6 and bool((got.abs() <= 1e-6).all()):
+            return (
+                "your answer is all zeros where the right one is not: a whole row or "
+                "tensor was zeroed or masked out, or every entry underflowed"
+            )
         if abs(c - 1) > 1e-3 and _close(got, c * want):
             return (
                 f"every entry is {c:.4g} times the right one: a constant factor is off, "
