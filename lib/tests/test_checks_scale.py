@@ -439,3 +439,95 @@ def test_tiled_causal_hints_use_the_chapters_names():
     assert "u / l (the running output u over the running sum lambda" in named["off by one, 0 / 0"]
     for name in ("maximum starts at 0", "a sum for the maximum", "a mean for the maximum"):
         assert "u / l of the running output by the running sum" in named[f"{name}, 0 / 0"]
+
+
+# ---------------------------------------------------------------- two slips a cold reader made
+
+
+def tiled_by_a_reader(skip_diagonal=False, mask_diagonal=True, guard=False):
+    """Tiled causal attention written from the chapter's words, not from the book's
+    solution: its own names, no unsqueeze, a plain u / lambda at the end unless
+    ``guard``. ``skip_diagonal`` breaks at the diagonal tile (``if c0 >= r0``);
+    ``mask_diagonal=False`` skips the right tiles but masks nothing inside them."""
+
+    def tiled_causal(queries, keys, values, block_size):
+        b, n, d = queries.shape
+        out = torch.empty(b, n, values.shape[-1], dtype=values.dtype)
+        for r0 in range(0, n, block_size):
+            r1 = min(r0 + block_size, n)
+            m = torch.full((b, r1 - r0), -math.inf, dtype=queries.dtype)
+            lam = torch.zeros(b, r1 - r0, dtype=queries.dtype)
+            u = torch.zeros(b, r1 - r0, values.shape[-1], dtype=values.dtype)
+            for c0 in range(0, n, block_size):
+                if skip_diagonal:
+                    if c0 >= r0:
+                        break
+                elif c0 > r1 - 1:  # the tile's first key comes after its last query
+                    break
+                c1 = min(c0 + block_size, n)
+                s = queries[:, r0:r1] @ keys[:, c0:c1].transpose(1, 2) / math.sqrt(d)
+                if mask_diagonal:
+                    i = torch.arange(r0, r1).view(-1, 1)
+                    j = torch.arange(c0, c1).view(1, -1)
+                    s = s.masked_fill(j > i, -math.inf)
+                m_new = torch.maximum(m, s.amax(dim=-1))
+                safe = torch.where(torch.isinf(m_new), 0.0, m_new)
+                p = torch.exp(s - safe[..., None])
+                f = torch.exp(m - safe)
+                lam = lam * f + p.sum(dim=-1)
+                u = u * f[..., None] + p @ values[:, c0:c1]
+                m = m_new
+            if guard:
+                out[:, r0:r1] = torch.where(
+                    lam[..., None] > 0, u / lam.clamp_min(1e-30)[..., None], 0.0
+                )
+            else:
+                out[:, r0:r1] = u / lam[..., None]
+        return out
+
+    return tiled_causal
+
+
+def test_the_readers_tiled_attention_passes():
+    assert checks.check_tiled_causal(tiled_by_a_reader()).passed
+
+
+@pytest.mark.parametrize(
+    ("slip", "mistake", "words"),
+    [
+        (
+            {"mask_diagonal": False},
+            "no mask inside the diagonal tiles",
+            "does not mask inside the diagonal tiles",
+        ),
+        (
+            {"skip_diagonal": True},
+            "skips the diagonal tiles, 0 / 0",
+            "a tile whose first key comes after its last query",
+        ),
+        (
+            {"skip_diagonal": True, "guard": True},
+            "skips the diagonal tiles",
+            "a tile whose first key comes after its last query",
+        ),
+    ],
+    ids=["no-mask-in-diagonal-tiles", "skips-diagonal-nan", "skips-diagonal-zeros"],
+)
+def test_a_readers_slip_in_the_diagonal_tiles_is_named_in_the_chapters_words(slip, mistake, words):
+    # A cold reader's two slips: the first was named by a mutant of the book's
+    # solution ("`unsqueeze` at dim 0 ..."), names the reader's code never used;
+    # the second only by a generic reading of NaN.
+    report = checks.check_tiled_causal(tiled_by_a_reader(**slip))
+    assert not report.passed
+    assert report.mistake == mistake, repr(report)
+    assert words in report.diagnosis and "unsqueeze" not in report.diagnosis
+
+
+def test_attention_memory_prints_whole_numbers_of_bytes_in_full():
+    report = checks.check_attention_memory(memory_one_head)
+    text = repr(report)
+    assert "expected 4,294,967,296 bytes, got 134,217,728" in text, text
+    assert "e+" not in text
+    # A fraction stays a fraction, and an explainer's reading still follows its "; ".
+    report = checks.check_attention_memory(lambda *a: memory_ok(*a) * 1.25 + 0.5)
+    assert "expected 4,294,967,296 bytes, got 5,368,709,120.5; yours is" in repr(report)

@@ -10,6 +10,7 @@ rejects that route.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 import torch
@@ -149,6 +150,7 @@ def check_attention_memory(fn: Callable[[int, int, torch.dtype], int]) -> CheckR
             (draw.int(100, 4096), draw.int(2, 16), dtypes[3]),
         ]
     cases = []
+    answers: dict[tuple, object] = {}  # the reader's own answers, for the failing lines
     for n, heads, dtype in settings:
         cases.append(
             (
@@ -160,9 +162,16 @@ def check_attention_memory(fn: Callable[[int, int, torch.dtype], int]) -> CheckR
                 + _MEMORY,
             )
         )
-    return _run(
+
+    def reader(n, num_heads, dtype):
+        got = fn(n, num_heads, dtype)
+        answers[n, num_heads, dtype] = got
+        return got
+
+    reader.__name__ = getattr(fn, "__name__", "fn")
+    report = _run(
         "check_attention_memory",
-        fn,
+        reader,
         cases,
         explain=lambda case, got: (
             describe(got, case.expected, ("bytes",))
@@ -172,6 +181,35 @@ def check_attention_memory(fn: Callable[[int, int, torch.dtype], int]) -> CheckR
         mistakes=check_attention_memory.mistakes,
         probe=_as_bytes,
     )
+    _whole_numbers(report, settings, sizes, answers)
+    return report
+
+
+def _count(value: object) -> str:
+    """A number of bytes as a reader writes it: a whole number in full, with thousands
+    separators (4,294,967,296, not 4.29497e+09); any other to 6 decimals, zeros dropped."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return repr(value)
+    if math.isfinite(value) and float(value).is_integer():
+        return f"{int(value):,}"
+    if math.isfinite(value):
+        return f"{value:,.6f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def _whole_numbers(report: CheckReport, settings, sizes, answers) -> None:
+    """Rewrite the comparison's "at index () expected 4.29497e+09, got 1.34218e+08" of
+    each failing case as "expected 4,294,967,296 bytes, got 134,217,728"."""
+    for (n, heads, dtype), i in zip(settings, range(len(report.lines))):
+        line = report.lines[i]
+        found = re.search(r"at index \(\) expected [^\s;]+, got [^\s;]+", line)
+        if not line.startswith("  FAIL  ") or found is None or (n, heads, dtype) not in answers:
+            continue
+        exact = n * n * heads * sizes[dtype]
+        words = f"expected {_count(exact)} bytes, got {_count(answers[n, heads, dtype])}"
+        report.lines[i] = line[: found.start()] + words + line[found.end() :]
 
 
 # ---------------------------------------------------------------- online softmax

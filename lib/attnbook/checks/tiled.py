@@ -120,6 +120,17 @@ def _whole_mask(q, k, v, block_size):
     return _tiled(q, k, v, block_size, visible=lambda cols, rows: mask[rows, cols])
 
 
+# The chapter's skip rule, and the slip of skipping one tile more per row block.
+_SKIPS_DIAGONAL = (
+    "this looks like a key loop that skips the diagonal tiles too: the chapter's rule "
+    "skips only a tile whose first key comes after its last query (for the queries "
+    "q0 .. q1 - 1, a key tile that starts at k0 > q1 - 1), and a test such as "
+    "`if k0 >= q0: break` skips one tile more per row block. The tile that the diagonal "
+    "crosses holds each query's own key, so it must be computed and masked inside (key j "
+    "kept when j <= i); without it query i misses keys q0 .. i, and the first row block, "
+    "whose only tile is its diagonal one, sees no key at all"
+)
+
 # A running maximum that is not one: right in exact arithmetic, wrong in float32.
 _SHIFTS = (
     Mistake(
@@ -193,8 +204,23 @@ _SHIFTS = (
     Mistake(
         "skips the diagonal tiles",
         lambda q, k, v, b: _tiled(q, k, v, b, last=lambda q1: q1 - b),
-        "this looks like a key loop that stops before the diagonal tile: the tile the diagonal "
-        "crosses holds each query's own key and must be computed, masked inside; " + _TILED,
+        _SKIPS_DIAGONAL + " (its outputs come out as zeros); " + _TILED,
+    ),
+    Mistake(
+        "skips the diagonal tiles, 0 / 0",
+        lambda q, k, v, b: _tiled(q, k, v, b, last=lambda q1: q1 - b, guard=False),
+        _SKIPS_DIAGONAL + ": its running sum lambda (l in code) stays 0, and a plain division "
+        "u / l of the running output by it gives 0 / 0 = NaN (the NaN is a symptom of the "
+        "skipped tiles, not of the division); " + _TILED,
+    ),
+    Mistake(
+        "no mask inside the diagonal tiles",
+        lambda q, k, v, b: _tiled(q, k, v, b, visible=lambda cols, rows: cols >= 0),
+        "this looks like a loop that skips the right tiles but does not mask inside the "
+        "diagonal tiles: a tile that the diagonal crosses holds keys after some of its "
+        "queries, so it must be masked inside, key j kept when j <= i (scores of the other "
+        "keys set to -inf before the running maximum); only the tiles below the diagonal "
+        "need no mask; " + _TILED,
     ),
     Mistake(
         "not causal",
