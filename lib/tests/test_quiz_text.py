@@ -64,3 +64,11 @@ def test_no_question_keeps_a_tex_macro_in_its_plain_text():
             for text in texts:
                 left |= {(chapter, m) for m in re.findall(r"\\[a-zA-Z]+", quiz.plain(text))}
     assert not left, sorted(left)
+
+
+def test_functions_keep_their_spaces_and_grouped_exponents_their_brackets():
+    # The same cases as tests/live/quiz.test.mjs; "2^-8/4" would read as 2^-8 divided by 4.
+    assert quiz.plain(r"$(a\cos\phi - b\sin\phi,\ a\sin\phi + b\cos\phi)$") == (
+        "(a cos φ - b sin φ, a sin φ + b cos φ)"
+    )
+    assert quiz.plain(r"$s_0 = 2^{-8/4} = 1/4$") == "s_0 = 2^(-8/4) = 1/4"

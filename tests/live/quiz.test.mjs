@@ -41,3 +41,11 @@ test("every macro the questions use reads as text (lib/tests/test_quiz_text.py's
   };
   for (const [tex, text] of Object.entries(cases)) assert.equal(readableTex(tex), text, tex);
 });
+
+test("functions keep their spaces and grouped exponents their brackets (lib/tests/test_quiz_text.py)", () => {
+  assert.equal(
+    readableTex(String.raw`(a\cos\phi - b\sin\phi,\ a\sin\phi + b\cos\phi)`),
+    "(a cos φ - b sin φ, a sin φ + b cos φ)",
+  );
+  assert.equal(readableTex(String.raw`s_0 = 2^{-8/4} = 1/4`), "s_0 = 2^(-8/4) = 1/4");
+});

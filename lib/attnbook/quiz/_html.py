@@ -87,6 +87,7 @@ def markdown(text: str) -> str:
 # TeX made readable in plain text: the same table as quiz.js's readableTex.
 _TEX = [
     (r"\\(?:left|right|[bB]ig{1,2}[lr]?)(?![a-zA-Z])", ""),
+    (r"(?<=\w)\\(cos|sin|tanh)(?![a-zA-Z])", r" \\\1"), (r"\\(cos|sin|tanh)\s*(?=[a-zA-Z\\])", r"\\\1 "),
     (r"\\bar\{([^{}]*)\}", "\\1\u0304"),
     (r"\\(?:mathbf|mathrm|text|operatorname)\{([^{}]*)\}", r"\1"),
     (r"\\(?:mathbf|mathrm|boldsymbol|mathcal)\s*", ""),
@@ -97,8 +98,9 @@ _TEX = [
     (r"\\to\b", "→"), (r"\\in\b", "∈"), (r"\\sum", "Σ"), (r"\\[lc]?dots", "…"),
     (r"\\alpha", "α"), (r"\\beta", "β"), (r"\\delta", "δ"), (r"\\theta", "θ"), (r"\\lambda", "λ"),
     (r"\\pi", "π"), (r"\\phi", "φ"), (r"\\omega", "ω"), (r"\\sigma", "σ"), (r"\\rho", "ρ"),
+    (r"\^\{([^{}]{2,})\}", r"^(\1)"),
     (r"\\ell", "ℓ"), (r"\\(exp|log|ln|max|min|softmax|sin|cos|tanh)(?![a-zA-Z])", r"\1"),
-    (r"\\[,;!]", " "), (r"\\\{", "{"), (r"\\\}", "}"), (r"[{}]", ""),
+    (r"\\[,;! ]", " "), (r"\\\{", "{"), (r"\\\}", "}"), (r"[{}]", ""),
 ]  # fmt: skip
 
 

@@ -173,6 +173,7 @@ export function wire(root) {
 // outputs): the common macros as Unicode, braces and delimiters dropped.
 const TEX = [
   [/\\(?:left|right|[bB]ig{1,2}[lr]?)(?![a-zA-Z])/g, ""],
+  [/(?<=\w)\\(cos|sin|tanh)(?![a-zA-Z])/g, " \\$1"], [/\\(cos|sin|tanh)\s*(?=[a-zA-Z\\])/g, "\\$1 "],
   [/\\bar\{([^{}]*)\}/g, "$1\u0304"],
   [/\\mathbf\{([^{}]*)\}|\\mathrm\{([^{}]*)\}|\\text\{([^{}]*)\}|\\operatorname\{([^{}]*)\}/g,
     (m, a, b, c, d) => a || b || c || d],
@@ -184,8 +185,9 @@ const TEX = [
   [/\\to\b/g, "→"], [/\\in\b/g, "∈"], [/\\sum/g, "Σ"], [/\\[lc]?dots/g, "…"],
   [/\\alpha/g, "α"], [/\\beta/g, "β"], [/\\delta/g, "δ"], [/\\theta/g, "θ"], [/\\lambda/g, "λ"],
   [/\\pi/g, "π"], [/\\phi/g, "φ"], [/\\omega/g, "ω"], [/\\sigma/g, "σ"], [/\\rho/g, "ρ"],
+  [/\^\{([^{}]{2,})\}/g, "^($1)"],
   [/\\ell/g, "ℓ"], [/\\(exp|log|ln|max|min|softmax|sin|cos|tanh)(?![a-zA-Z])/g, "$1"],
-  [/\\[,;!]/g, " "], [/\\\{/g, "{"], [/\\\}/g, "}"], [/[{}]/g, ""],
+  [/\\[,;! ]/g, " "], [/\\\{/g, "{"], [/\\\}/g, "}"], [/[{}]/g, ""],
 ];
 
 export function readableTex(tex) {
