@@ -721,6 +721,9 @@ _DIVISIONS = {
     "where": lambda e, total: torch.where(total > 0, e / total, 0.0),
     "a sum of 0 made 1": lambda e, total: e / torch.where(total == 0, 1.0, total),
     "a sum of 0 plus 1": lambda e, total: e / (total + (total == 0)),
+    # Exact with the valid maximum (a valid row sums to at least e^0 = 1); a second
+    # cold reader's guard, under which the slip went unnamed.
+    "the sum clamped to at least 1": lambda e, total: e / total.clamp(min=1),
 }
 
 

@@ -58,8 +58,10 @@ def _renorm(
     none), masked differences zeroed before or after exp (or discarded with
     torch.where), and the sum clamped away from 0 or not. ``empty`` is how a row
     whose sum is 0 escapes 0 / 0: the sum clamped to tiny ("clamp"), the quotient
-    replaced by 0 where the sum is 0 ("where"; torch.nan_to_num gives the same), or
-    a sum of 0 replaced by 1 ("divide by 1")."""
+    replaced by 0 where the sum is 0 ("where"; torch.nan_to_num gives the same),
+    a sum of 0 replaced by 1 ("divide by 1"), or the sum clamped to at least 1
+    ("at least 1", exact for a row shifted by its valid maximum, whose sum is at
+    least e^0 = 1)."""
     keep = _keep_of(X, valid_lens)
     if shift == "valid":
         row_min = X.amin(dim=-1, keepdim=True)
@@ -85,6 +87,8 @@ def _renorm(
         return torch.where(total > 0, e / total, 0.0)
     if empty == "divide by 1":
         return e / torch.where(total == 0, 1.0, total)
+    if empty == "at least 1":
+        return e / total.clamp_min(1.0)
     return e / (total.clamp_min(torch.finfo(X.dtype).tiny) if clamp else total)
 
 
@@ -219,6 +223,11 @@ _NO_FILL = (
     Mistake(
         "max over all keys, a sum of 0 replaced by 1",
         lambda X, lens: _renorm(X, lens, shift="all", empty="divide by 1"),
+        _ALL_KEYS,
+    ),
+    Mistake(
+        "max over all keys, the sum clamped to at least 1",
+        lambda X, lens: _renorm(X, lens, shift="all", empty="at least 1"),
         _ALL_KEYS,
     ),
     Mistake(
